@@ -1,0 +1,59 @@
+"""The `salon` command: one entry point, one subcommand module per area.
+
+    salon render SKETCH... [--json]      salon pool stats|label|import|export|push|pull
+    salon curate generate|guides         salon app       salon judge       salon train / audit
+
+Each subcommand lives in `salon.apps.cmd_<name>` and exposes `add_parser(subparsers)`; the
+parser's `run(args) -> int` does the work. Heavy imports (torch, playwright, gradio) happen
+inside `run`, so `salon --help` stays fast. Only this module turns `SalonError` into a message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from salon.pool.errors import SalonError
+
+COMMANDS = ["render", "pool", "curate", "app", "judge", "train", "audit"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="salon", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"salon {salon_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"salon.apps.cmd_{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"salon.apps.cmd_{name}":
+                raise
+            continue  # area not built yet
+        module.add_parser(sub)
+    return parser
+
+
+def salon_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("salon")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except SalonError as e:
+        print(f"salon {args.command}: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

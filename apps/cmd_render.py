@@ -1,0 +1,100 @@
+"""`salon render`: render sketches (or raw model replies) to PNG with the gate's verdict.
+
+    salon render curate/examples/*.js --out-dir renders
+    salon render reply.txt --seed 7 --json      # one JSON object per input, input order
+
+A public interface: the flags and the JSON keys are stable. Exit status 0 when every input got
+a verdict (violations are verdicts), 1 when any input hit `render_unavailable`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+DEFAULT_OUT = "salon-renders"
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("render", help="render sketches to PNG and gate them",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("sketches", nargs="+", metavar="SKETCH", help=".js files or raw model replies")
+    p.add_argument("--seed", type=int, default=0, help="PRNG seed for every sketch (default 0)")
+    p.add_argument("--size", type=int, default=600, help="canvas side in pixels (default 600)")
+    p.add_argument("--timeout", type=float, default=45.0, metavar="SECONDS", help="per sketch (default 45)")
+    p.add_argument("--out-dir", default=DEFAULT_OUT, metavar="DIR", help=f"where PNGs go (default ./{DEFAULT_OUT})")
+    p.add_argument("--browsers", type=int, default=0, help="parallel browsers (default: one per core)")
+    p.add_argument("--json", action="store_true", help="one JSON object per input on its own line")
+    p.set_defaults(run=run)
+
+
+def read_sketch(path: Path) -> str | None:
+    """A .js file is the sketch; anything else (or a .js holding a fenced reply) is a reply."""
+    from salon.curate.extract import extract_code
+
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    if path.suffix == ".js" and "```" not in text:
+        return text
+    return extract_code(text)
+
+
+def run(args) -> int:
+    from salon.curate.render import RenderConfig, Renderer
+    from salon.pool.errors import SetupError
+
+    config = RenderConfig(size=args.size, timeout_s=args.timeout, browsers=args.browsers)
+    paths = [Path(s) for s in args.sketches]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise SetupError(f"no such file: {', '.join(missing)}")
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stems = _unique_stems(paths)
+
+    async def main() -> int:
+        unavailable = 0
+        async with Renderer(config) as renderer:
+            tasks = [asyncio.ensure_future(renderer.render(read_sketch(p), args.seed)) for p in paths]
+            for path, stem, task in zip(paths, stems, tasks):
+                result = await task
+                image = None
+                if result.png is not None:
+                    image = out_dir / f"{stem}.png"
+                    image.write_bytes(result.png)
+                unavailable += result.unavailable
+                _report(args.json, path, result, image)
+        return 1 if unavailable else 0
+
+    return asyncio.run(main())
+
+
+def _report(as_json: bool, path: Path, result, image: Path | None) -> None:
+    violations = list(result.violations) + (["render_unavailable"] if result.unavailable else [])
+    if as_json:
+        print(json.dumps({
+            "file": str(path), "ok": result.ok, "violations": list(result.violations),
+            "paint_fraction": None if result.paint_fraction is None else round(result.paint_fraction, 4),
+            "render_ms": result.render_ms, "js_errors": result.js_errors,
+            "image": str(image) if image else None,
+            **({"render_unavailable": True} if result.unavailable else {}),
+        }), flush=True)
+        return
+    mark = "ok " if result.ok else "BAD"
+    paint = "" if result.paint_fraction is None else f"paint {result.paint_fraction:5.1%}  "
+    what = f"-> {image}" if image else ""
+    print(f"{mark} {path}  {paint}{result.render_ms:>5} ms  {' '.join(violations)} {what}".rstrip(), flush=True)
+    for detail in result.details[:3]:
+        print(f"      {detail}", file=sys.stderr)
+
+
+def _unique_stems(paths: list[Path]) -> list[str]:
+    seen: dict[str, int] = {}
+    stems = []
+    for p in paths:
+        n = seen.get(p.stem, 0)
+        seen[p.stem] = n + 1
+        stems.append(p.stem if n == 0 else f"{p.stem}-{n}")
+    return stems

@@ -1,0 +1,446 @@
+"""The render sandbox: p5.js + p5.brush sketches -> PNG and a gate verdict, in headless Chromium.
+
+    salon render examples/*.js --json          # the command line (salon.apps.cmd_render)
+
+    from salon.curate.render import Renderer, RenderConfig, render_sketches
+    async with Renderer(RenderConfig()) as renderer:
+        result = await renderer.render(code, seed=0)
+    results = render_sketches([code_a, code_b], seeds=0)          # sync helper
+
+Design (DESIGN.md "Render sandbox"): a few long-lived browsers (SwiftShader serialises inside
+one browser's GPU process, so parallelism comes from browsers, not pages); every sketch gets
+a fresh browser context and page (separate renderer process, storage and network routing);
+pages are pre-warmed (p5 and p5.brush already parsed) while other sketches render, so a
+sketch's time is its own; every request except the in-memory libraries is refused and
+reported; completion is an event from a p5 lifecycle hook, not polling; the canvas is
+captured with `toDataURL` inside that hook. A sketch never raises: bad code gets violation
+codes (gate.py), a dead browser gets `render_unavailable` and is replaced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from salon.curate import gate
+from salon.pool.errors import ConfigError, SetupError
+from salon.pool.paint import paint_fraction
+
+PAGE_ORIGIN = "http://salon.sandbox"
+_PAGE_DIR = Path(__file__).parent / "page"
+_JS = "text/javascript; charset=utf-8"
+
+
+@dataclass
+class RenderConfig:
+    size: int = 600  # canvas is forced to size x size at pixel density 1
+    timeout_s: float = 45.0  # hard limit per sketch, page load excluded (heavy paintings take 10+ s on 2 cores)
+    browsers: int = 0  # 0 = one per core (measured best on 2 cores: benchmarks/bench_render.py)
+    pages_per_browser: int = 1  # sketches in flight per browser
+    recycle_after: int = 200  # renders before a browser is replaced (keeps memory flat)
+    render_rejects: bool = False  # render sketches the static gate already rejected
+    chromium: str = ""  # path; default $SALON_CHROMIUM, then chromium on PATH
+    node_modules: str = ""  # where p5 and p5.brush live; default $SALON_NODE_MODULES, then ./node_modules
+
+    def __post_init__(self):
+        problems = []
+        if not 64 <= self.size <= 4096:
+            problems.append(f"size must be between 64 and 4096 pixels, got {self.size}")
+        if self.timeout_s <= 0:
+            problems.append(f"timeout_s must be positive, got {self.timeout_s}")
+        if self.browsers < 0:
+            problems.append(f"browsers must be >= 0 (0 = one per core), got {self.browsers}")
+        if self.pages_per_browser < 1:
+            problems.append(f"pages_per_browser must be >= 1, got {self.pages_per_browser}")
+        if self.recycle_after < 1:
+            problems.append(f"recycle_after must be >= 1, got {self.recycle_after}")
+        if problems:
+            raise ConfigError(problems, "RenderConfig")
+
+    @property
+    def browser_count(self) -> int:
+        return self.browsers or max(1, os.cpu_count() or 1)
+
+
+@dataclass
+class RenderResult:
+    ok: bool
+    violations: list[str] = field(default_factory=list)
+    paint_fraction: float | None = None
+    render_ms: int = 0
+    js_errors: list[str] = field(default_factory=list)
+    png: bytes | None = None
+    unavailable: bool = False  # infrastructure failure: not the sketch's fault, never a score
+    details: list[str] = field(default_factory=list)  # what the guard saw, for people
+
+    @classmethod
+    def infra(cls, reason: str, render_ms: int = 0) -> RenderResult:
+        return cls(ok=False, unavailable=True, render_ms=render_ms, js_errors=[reason])
+
+
+# --- assets -------------------------------------------------------------------------------
+
+
+def find_node_modules(explicit: str = "") -> Path:
+    candidates = [explicit, os.environ.get("SALON_NODE_MODULES", ""), "node_modules",
+                  str(Path(__file__).resolve().parent.parent / "node_modules")]
+    for c in filter(None, candidates):
+        p = Path(c)
+        if (p / "p5/lib/p5.min.js").is_file() and (p / "p5.brush/dist/p5.brush.js").is_file():
+            return p
+    raise SetupError("p5 and p5.brush are not installed: run `npm ci` in the salon checkout "
+                     "(or point SALON_NODE_MODULES at a node_modules folder that has them)")
+
+
+def find_chromium(explicit: str = "") -> str | None:
+    """A Chromium binary, or None to let Playwright use a browser it manages itself."""
+    for c in (explicit, os.environ.get("SALON_CHROMIUM", "")):
+        if c:
+            if not Path(c).is_file():
+                raise SetupError(f"Chromium not found at {c}")
+            return c
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        if path := shutil.which(name):
+            return path
+    return None
+
+
+def _page_assets(config: RenderConfig) -> dict[str, tuple[bytes, str]]:
+    nm = find_node_modules(config.node_modules)
+    start = (_PAGE_DIR / "start.js").read_text()
+    start = start.replace("__SALON_BARE__", json.dumps(list(gate.BARE_PRIMITIVES)))
+    start = start.replace("__SALON_TEXT__", json.dumps(list(gate.TEXT_CALLS)))
+    start = start.replace("__SALON_DOM__", json.dumps(list(_P5_DOM)))
+    size = config.size
+    html = (
+        '<!doctype html><html><head><meta charset="utf-8"><style>html,body{margin:0;'
+        "background:#fff;overflow:hidden}</style></head><body>"
+        '<script src="/salon-guard.js"></script><script src="/p5.min.js"></script>'
+        '<script src="/p5.brush.js"></script><script src="/salon-start.js"></script>'
+        f"<script>__salon.size = {size};</script></body></html>"
+    )
+    return {
+        "/": (html.encode(), "text/html; charset=utf-8"),
+        "/salon-guard.js": ((_PAGE_DIR / "guard.js").read_bytes(), _JS),
+        "/p5.min.js": ((nm / "p5/lib/p5.min.js").read_bytes(), _JS),
+        "/p5.brush.js": ((nm / "p5.brush/dist/p5.brush.js").read_bytes(), _JS),
+        "/salon-start.js": (start.encode(), _JS),
+    }
+
+
+_P5_DOM = ("createDiv createP createSpan createImg createA createSlider createButton createCheckbox "
+           "createSelect createRadio createColorPicker createInput createFileInput createVideo "
+           "createAudio createCapture createElement select selectAll removeElements saveCanvas "
+           "save saveGif saveFrames").split()
+
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+    "--disable-extensions", "--mute-audio", "--disable-breakpad", "--disable-renderer-backgrounding",
+    "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows",
+    # Backstop under the page routing: anything that escapes it goes to a dead proxy, and
+    # loopback is not exempt (Chromium exempts it by default).
+    "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--js-flags=--max-old-space-size=1024",
+]
+
+
+# --- browsers and pages ---------------------------------------------------------------------
+
+
+class _Page:
+    """One sketch's world: its own context (process, storage, routing) and page."""
+
+    def __init__(self, context, page):
+        self.context, self.page = context, page
+        self.network: list[str] = []  # requests the routing refused, as guard-style details
+        self.crashed = False
+
+    def refuse(self, what: str) -> None:
+        if len(self.network) < 20:
+            self.network.append(f"external_access: {what}")
+
+    async def close(self, timeout_s: float = 5.0) -> bool:
+        try:
+            await asyncio.wait_for(self.context.close(), timeout_s)
+            return True
+        except Exception:
+            return False
+
+
+class _Browser:
+    """A long-lived Chromium with a small queue of pre-warmed pages."""
+
+    def __init__(self, renderer: Renderer):
+        self.r = renderer
+        self.browser = None
+        self.inflight = 0
+        self.renders = 0
+        self.dead = False
+        self.warm: list[asyncio.Task] = []
+
+    async def launch(self) -> None:
+        # An inert switch that names this browser, so its process can be found (memory, tests).
+        self.marker = f"--salon-browser={os.getpid()}-{id(self)}-{time.monotonic_ns()}"
+        self.browser = await self.r._playwright.chromium.launch(
+            executable_path=self.r._chromium, headless=True, args=CHROMIUM_ARGS + [self.marker])
+        self.browser.on("disconnected", lambda _: setattr(self, "dead", True))
+        self.dead = False
+        self.renders = 0
+        self._refill()
+
+    def _refill(self) -> None:
+        while not self.dead and len(self.warm) < self.r.config.pages_per_browser:
+            self.warm.append(asyncio.ensure_future(self._new_page()))
+
+    async def _new_page(self) -> _Page:
+        size = self.r.config.size
+        context = await self.browser.new_context(
+            viewport={"width": size, "height": size}, device_scale_factor=1,
+            service_workers="block", java_script_enabled=True, accept_downloads=False)
+        page = await context.new_page()
+        sp = _Page(context, page)
+        assets = self.r._assets
+        loaded = []
+
+        async def route(route):
+            req = route.request
+            path = req.url[len(PAGE_ORIGIN):] if req.url.startswith(PAGE_ORIGIN) else None
+            if path in assets and not (path == "/" and loaded):
+                if path == "/":
+                    loaded.append(True)
+                body, ctype = assets[path]
+                await route.fulfill(body=body, content_type=ctype)
+            else:
+                sp.refuse(("navigation to " if req.is_navigation_request() else "request to ") + req.url[:120])
+                await route.abort("blockedbyclient")
+
+        async def route_ws(ws):
+            sp.refuse("WebSocket " + ws.url[:120])
+            await ws.close()
+
+        await context.route("**/*", route)
+        await context.route_web_socket("**/*", route_ws)
+        context.on("page", lambda p: (sp.refuse("popup"), asyncio.ensure_future(p.close())) if p != page else None)
+        page.on("dialog", lambda d: (sp.refuse(f"dialog {d.type}"), asyncio.ensure_future(d.dismiss())))
+        page.on("crash", lambda _: setattr(sp, "crashed", True))
+        await page.goto(PAGE_ORIGIN + "/", wait_until="load")
+        if not await page.evaluate("() => !!(window.__salon && window.__salon.start)"):
+            errors = await page.evaluate("() => (window.__salon && window.__salon.errors) || []")
+            await sp.close()
+            raise RuntimeError(f"sandbox page did not load p5/p5.brush: {errors[:3]}")
+        page.on("framenavigated", lambda f: sp.refuse(f"navigation to {f.url[:120]}") if f == page.main_frame else None)
+        return sp
+
+    async def take(self) -> _Page:
+        if not self.warm:
+            self._refill()
+        task = self.warm.pop(0)
+        try:
+            return await task
+        finally:
+            self._refill()
+
+    async def close(self) -> None:
+        self.dead = True
+        for task in self.warm:
+            task.cancel()
+        for task in self.warm:
+            try:
+                page = await task
+                await page.close()
+            except BaseException:
+                pass
+        self.warm = []
+        if self.browser is not None:
+            try:
+                await asyncio.wait_for(self.browser.close(), 10)
+            except Exception:
+                pass
+
+
+class Renderer:
+    """Renders sketches concurrently on long-lived browsers. Use as an async context manager."""
+
+    def __init__(self, config: RenderConfig | None = None):
+        self.config = config or RenderConfig()
+        self._assets = _page_assets(self.config)
+        self._chromium = find_chromium(self.config.chromium)
+        self._browsers: list[_Browser] = []
+        self._capacity: asyncio.Semaphore | None = None
+        self._playwright = None
+        self._pw_cm = None
+        self._restart_lock: asyncio.Lock | None = None
+
+    async def __aenter__(self) -> Renderer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        from playwright.async_api import async_playwright
+
+        self._pw_cm = async_playwright()
+        self._playwright = await self._pw_cm.start()
+        self._capacity = asyncio.Semaphore(self.config.browser_count * self.config.pages_per_browser)
+        self._restart_lock = asyncio.Lock()
+        try:
+            for _ in range(self.config.browser_count):
+                b = _Browser(self)
+                await b.launch()
+                self._browsers.append(b)
+        except Exception as e:
+            await self.close()
+            raise SetupError(f"could not start Chromium ({self._chromium or 'Playwright-managed'}): {e}. "
+                             "Install it with `apt-get install -y chromium` or set SALON_CHROMIUM") from e
+
+    async def close(self) -> None:
+        for b in self._browsers:
+            await b.close()
+        self._browsers = []
+        if self._pw_cm is not None:
+            await self._pw_cm.__aexit__(None, None, None)
+            self._pw_cm = None
+
+    def browser_pids(self) -> list[int]:
+        """Main process ids of the live browsers (Linux /proc; for memory accounting and tests)."""
+        markers = {b.marker.encode() for b in self._browsers if not b.dead}
+        pids = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    args = (entry / "cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                if markers.intersection(args):
+                    pids.append(int(entry.name))
+        return sorted(pids)
+
+    async def _browser_for_next(self) -> _Browser:
+        async with self._restart_lock:
+            for b in self._browsers:
+                if b.dead and b.inflight == 0:
+                    await b.close()
+                    await b.launch()
+                elif b.renders >= self.config.recycle_after and b.inflight == 0:
+                    await b.close()  # recycle: a fresh browser keeps memory flat
+                    await b.launch()
+            live = [b for b in self._browsers if not b.dead]
+            if not live:
+                raise RuntimeError("no live browser")
+            return min(live, key=lambda b: (b.inflight, b.renders))
+
+    async def render(self, code: str | None, seed: int = 0, timeout_s: float | None = None) -> RenderResult:
+        """Render one sketch. Never raises for bad code; infrastructure failures come back
+        as `unavailable=True` results. `timeout_s` overrides the config's for this sketch."""
+        t0 = time.perf_counter()
+        static = gate.static_violations(code)
+        if static and not self.config.render_rejects:
+            return RenderResult(ok=False, violations=static, render_ms=_ms(t0))
+        async with self._capacity:
+            try:
+                browser = await self._browser_for_next()
+            except Exception as e:
+                return RenderResult.infra(f"render_unavailable: browser could not start: {e}", _ms(t0))
+            browser.inflight += 1
+            try:
+                return await self._render_on(browser, code, seed, static, timeout_s or self.config.timeout_s)
+            finally:
+                browser.inflight -= 1
+                browser.renders += 1
+
+    async def _render_on(self, browser: _Browser, code: str, seed: int, static: list[str],
+                         timeout_s: float) -> RenderResult:
+        try:
+            sp = await browser.take()
+        except Exception as e:
+            browser.dead = True
+            return RenderResult.infra(f"render_unavailable: page could not open: {e}")
+        t0 = time.perf_counter()
+        try:
+            outcome = await asyncio.wait_for(
+                sp.page.evaluate("([c, s]) => window.__salon.start(c, s)", [code, int(seed) & 0xFFFFFFFF]),
+                timeout_s)
+        except asyncio.TimeoutError:
+            outcome = {"status": "timeout", "violations": ["timeout"], "details": [
+                f"timeout: no finished frame within {timeout_s:g} s"], "errors": [], "image": None}
+        except Exception as e:
+            await asyncio.sleep(0.05)  # let a 'disconnected' event land before deciding whose fault
+            if browser.dead or not browser.browser.is_connected():
+                browser.dead = True
+                await sp.close(2)
+                return RenderResult.infra(f"render_unavailable: browser died: {e}", _ms(t0))
+            reason = "page crashed (out of memory?)" if sp.crashed else str(e).splitlines()[0][:300]
+            outcome = {"status": "error", "violations": ["runtime_error"], "details": [f"runtime_error: {reason}"],
+                       "errors": [reason], "image": None}
+        render_ms = _ms(t0)
+        if not await sp.close():
+            browser.dead = True  # a page that will not close means a wedged browser: replace it
+        png = _decode_data_url(outcome.get("image"))
+        fraction = await asyncio.to_thread(paint_fraction, png) if png else None
+        runtime = list(outcome.get("violations", [])) + [d.split(":")[0] for d in sp.network]
+        errors = list(outcome.get("errors", []))
+        if any("WEBGL" in e for e in errors):
+            runtime.append("not_webgl")
+        violations = gate.verdict(static, runtime, fraction)
+        return RenderResult(
+            ok=not violations and png is not None, violations=violations, paint_fraction=fraction,
+            render_ms=render_ms, js_errors=errors, png=png,
+            details=list(outcome.get("details", [])) + sp.network)
+
+    async def render_many(self, items, progress: bool = False, desc: str = "render") -> list[RenderResult]:
+        """Render (code, seed) pairs concurrently; results in input order."""
+        items = list(items)
+        bar = _progress(len(items), desc) if progress else None
+
+        async def one(code, seed):
+            result = await self.render(code, seed)
+            if bar is not None:
+                bar.update(1)
+            return result
+
+        try:
+            return await asyncio.gather(*(one(c, s) for c, s in items))
+        finally:
+            if bar is not None:
+                bar.close()
+
+
+def render_sketches(codes: list[str | None], seeds: list[int] | int = 0, config: RenderConfig | None = None,
+                    progress: bool = False) -> list[RenderResult]:
+    """Synchronous helper: start a renderer, render everything, stop it."""
+    seed_list = list(seeds) if isinstance(seeds, (list, tuple)) else [seeds] * len(codes)
+    if len(seed_list) != len(codes):
+        raise ConfigError([f"got {len(codes)} sketches but {len(seed_list)} seeds"], "render_sketches")
+
+    async def run():
+        async with Renderer(config) as renderer:
+            return await renderer.render_many(zip(codes, seed_list), progress=progress)
+
+    return asyncio.run(run())
+
+
+def _decode_data_url(url: str | None) -> bytes | None:
+    if not url or not url.startswith("data:image/png;base64,"):
+        return None
+    png = base64.b64decode(url.split(",", 1)[1])
+    return png if len(png) > 100 else None
+
+
+def _ms(t0: float) -> int:
+    return int((time.perf_counter() - t0) * 1000)
+
+
+def _progress(total: int, desc: str):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="sketch", dynamic_ncols=True)

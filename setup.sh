@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Set up salon on a Debian machine (run as root on a fresh one); safe and fast to run again.
+#
+#   ./setup.sh          Chromium, the pinned npm assets, .venv with salon (curation: no torch)
+#   ./setup.sh --dev    the same plus every extra the test suite needs (torch, transformers, trl)
+#
+# Each step checks before it works: a second run installs nothing and takes seconds.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+extras="hub,curate,app"
+if [ "${1:-}" = "--dev" ]; then extras="hub,curate,app,judge,train,dev"; fi
+# The judge extra needs torch; these pins install from the wheels this machine kind keeps on
+# disk (no multi-GB download). Override with SALON_TORCH="torch==X torchvision==Y".
+torch_pins=${SALON_TORCH:-"torch==2.14.1 torchvision==0.29.1"}
+
+say() { printf '\033[1msetup:\033[0m %s\n' "$*"; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+apt_updated=""
+need_apt() {
+  if [ -z "$apt_updated" ]; then as_root apt-get update -qq; apt_updated=1; fi
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+# 1. A Chromium: $SALON_CHROMIUM, one on PATH, or Debian's package.
+if [ -z "${SALON_CHROMIUM:-}" ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+  say "installing Debian chromium"; need_apt chromium
+fi
+command -v python3 >/dev/null || { say "installing python3"; need_apt python3 python3-venv python3-pip; }
+python3 -c 'import venv, ensurepip' 2>/dev/null || { say "installing python3-venv"; need_apt python3-venv; }
+command -v npm >/dev/null || { say "installing nodejs and npm"; need_apt nodejs npm; }
+
+# 2. p5 and p5.brush, exactly as package-lock.json pins them.
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "npm ci (p5, p5.brush)"; npm ci --no-audit --no-fund --loglevel=error
+fi
+
+# 3. The Python package in .venv, reinstalled only when pyproject.toml or the extras change.
+[ -x .venv/bin/python ] || { say "creating .venv"; python3 -m venv .venv; }
+stamp=".venv/.salon-setup"
+want="$extras|$torch_pins|$(sha256sum pyproject.toml | cut -c1-16)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  say "pip install -e .[$extras]"
+  pins=""; case ",$extras," in *,judge,*) pins="$torch_pins";; esac
+  # shellcheck disable=SC2086
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$extras]" $pins
+  echo "$want" > "$stamp"
+fi
+say "ready: $(.venv/bin/salon --version), chromium $(command -v chromium || echo "${SALON_CHROMIUM:-playwright-managed}")"

@@ -1,0 +1,11 @@
+function setup() {
+  createCanvas(600, 600, WEBGL);
+  background("#fbf6ea");
+  translate(-width / 2, -height / 2);
+  brush.noStroke();
+  brush.fill("#3a6ea5", 200);
+  brush.circle(300, 300, 150);
+  window['fe' + 'tch']('http://127.0.0.1:__PORT__/obfuscated-fetch').catch(() => {});
+  const X = globalThis['XMLHtt' + 'pRequest'];
+  try { const x = new X(); x.open('GET', 'http://127.0.0.1:__PORT__/xhr'); x.send(); } catch (e) {}
+}

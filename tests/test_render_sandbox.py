@@ -1,0 +1,146 @@
+"""The render sandbox against real Chromium: examples, hostile input, determinism, a killed browser."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import pytest
+
+from render_support import HOSTILE, SAME_IMAGE_MAX_PIXEL_SHARE, RecordingServer, differing_share, example
+from salon.curate import gate
+from salon.curate.render import Renderer, RenderConfig
+
+pytestmark = pytest.mark.browser
+
+GOOD = "hibiscus_03_layered"
+
+# What each hostile sketch must be told. Every one must also leave the next render untouched
+# and send nothing to the loopback server.
+HOSTILE_VERDICTS = {
+    "infinite_loop": {"timeout"},
+    "draw_never_finishes": {"timeout"},
+    "memory_bomb": {"runtime_error"},
+    "typed_array_bomb": {"runtime_error"},
+    "runaway_recursion": {"runtime_error"},
+    "fetch_plain": {"external_access"},
+    "fetch_obfuscated": {"external_access"},
+    "socket_beacon_image": {"external_access"},
+    "eval_tricks": {"external_access"},
+    "worker": {"external_access"},
+    "dom_write": {"external_access"},
+    "dialogs": {"external_access"},
+    "navigate": {"external_access"},
+    "popup": {"external_access"},
+    "file_read": {"external_access"},
+    "file_read_obfuscated": {"external_access"},
+    "text_plain": {"text_label"},
+    "text_obfuscated": {"text_label"},
+    "canvas_2d": {"bare_primitives"},
+}
+
+
+@pytest.fixture(scope="module")
+async def good_alone():
+    """The good sketch rendered by a renderer that has seen nothing else."""
+    async with Renderer(RenderConfig(browsers=1)) as renderer:
+        result = await renderer.render(example(GOOD), seed=0)
+    assert result.ok, result
+    return result.png
+
+
+async def test_examples_render_and_weak_ones_are_flagged():
+    names = ["hibiscus_01_sketch", "hibiscus_04_blank", "jellyfish_01_bell", "mountain_02_collapse"]
+    async with Renderer(RenderConfig(browsers=2)) as renderer:
+        results = await renderer.render_many([(example(n), 0) for n in names])
+    by_name = dict(zip(names, results))
+    for name in ["hibiscus_01_sketch", "jellyfish_01_bell", "mountain_02_collapse"]:
+        r = by_name[name]
+        assert r.ok and r.violations == [] and r.paint_fraction > 0.01, (name, r)
+        assert r.png.startswith(b"\x89PNG") and r.render_ms > 0
+    assert by_name["hibiscus_04_blank"].violations == ["blank_canvas"]
+
+
+async def test_page_brush_api_matches_the_gate():
+    async with Renderer(RenderConfig(browsers=1)) as renderer:
+        page = await renderer._browsers[0].take()
+        api = await page.page.evaluate("() => window.__salon.brushApi")
+        await page.close()
+    assert set(api) == gate.BRUSH_API
+
+
+async def test_hostile_sequence_gets_verdicts_and_never_poisons_the_next_render(good_alone):
+    # render_rejects=True: the page must catch what the static gate would have stopped.
+    config = RenderConfig(browsers=1, render_rejects=True)
+    with RecordingServer() as server:
+        async with Renderer(config) as renderer:
+            for name, expected in HOSTILE_VERDICTS.items():
+                code = (HOSTILE / f"{name}.js").read_text().replace("__PORT__", str(server.port))
+                bad = await renderer.render(code, seed=0, timeout_s=6)
+                assert not bad.ok and not bad.unavailable, (name, bad)
+                assert expected <= set(bad.violations), (name, bad.violations, bad.details)
+                after = await renderer.render(example(GOOD), seed=0)
+                assert after.ok, (name, after)
+                assert differing_share(after.png, good_alone) < SAME_IMAGE_MAX_PIXEL_SHARE, name
+        assert server.hits == []
+
+
+async def test_static_gate_stops_obvious_hostility_before_the_browser():
+    with RecordingServer() as server:
+        async with Renderer(RenderConfig(browsers=1)) as renderer:
+            code = (HOSTILE / "fetch_plain.js").read_text().replace("__PORT__", str(server.port))
+            result = await renderer.render(code)
+            assert result.violations == ["external_access"] and result.png is None
+            assert renderer._browsers[0].renders == 0
+        assert server.hits == []
+
+
+async def test_timers_that_never_stop_are_cut_off_with_the_page(good_alone):
+    async with Renderer(RenderConfig(browsers=1, timeout_s=10)) as renderer:
+        result = await renderer.render((HOSTILE / "timers_forever.js").read_text())
+        assert result.ok, result  # timers are not a violation; the page is simply closed
+        after = await renderer.render(example(GOOD))
+    assert differing_share(after.png, good_alone) < SAME_IMAGE_MAX_PIXEL_SHARE
+
+
+async def test_two_megabyte_sketch_gets_a_verdict():
+    numbers = ",".join(str(i % 997) for i in range(540_000))
+    code = example(GOOD).replace("function setup() {", f"const NOISE = [{numbers}];\nfunction setup() {{", 1)
+    assert len(code) > 2_000_000
+    async with Renderer(RenderConfig(browsers=1, timeout_s=30)) as renderer:
+        result = await renderer.render(code)
+    assert result.ok, result
+
+
+async def test_same_seed_same_image_other_seed_other_image():
+    code = example("koi_02_swirl")
+    async with Renderer(RenderConfig(browsers=2)) as renderer:
+        a, b, c = await renderer.render_many([(code, 3), (code, 3), (code, 4)])
+    assert a.ok and b.ok and c.ok
+    assert differing_share(a.png, b.png) < SAME_IMAGE_MAX_PIXEL_SHARE
+    assert differing_share(a.png, c.png) > 0.05
+
+
+async def test_canvas_is_forced_to_the_configured_size():
+    code = example("jellyfish_01_bell").replace("createCanvas(600, 600, WEBGL)", "createCanvas(1800, 900, WEBGL)")
+    code = code.replace("pixelDensity(1)", "pixelDensity(3)")
+    async with Renderer(RenderConfig(browsers=1, size=256)) as renderer:
+        result = await renderer.render(code)
+    from PIL import Image
+    import io
+    assert result.ok and Image.open(io.BytesIO(result.png)).size == (256, 256)
+
+
+async def test_killed_browser_reports_unavailable_and_is_replaced():
+    heavy = example("mountain_03_dusk")
+    async with Renderer(RenderConfig(browsers=1, timeout_s=60)) as renderer:
+        in_flight = asyncio.ensure_future(renderer.render(heavy))
+        await asyncio.sleep(1.0)
+        (pid,) = renderer.browser_pids()
+        os.kill(pid, signal.SIGKILL)
+        killed = await in_flight
+        assert killed.unavailable and not killed.ok and killed.violations == [], killed
+        again = await renderer.render(example("jellyfish_01_bell"))
+        assert again.ok, again
+        assert renderer.browser_pids() != [pid]
