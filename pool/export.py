@@ -1,0 +1,200 @@
+"""Export a pool as a Hugging Face dataset folder: parquet shards + a dataset card.
+
+    salon pool export --to DIR            # or: export_pool(pool, DIR)
+
+Layout (what ``datasets.load_dataset(DIR)`` reads, offline, and what ``salon pool push`` uploads)::
+
+    DIR/README.md                              card: YAML (license, tags, configs, features) + provenance
+    DIR/data/train-00000-of-0000N.parquet      config "default": one row per labelled candidate
+    DIR/candidates/train-*.parquet             config "candidates": every candidate, rejects included
+    DIR/pairs/train-*.parquet                  config "pairs": people's pairwise choices
+
+A config with no rows is left out (``datasets`` cannot load an empty split): ``pairs`` appears
+once the app has recorded choices, ``default`` once something is labelled.
+
+``tier`` is ClassLabel(love, okay, nope): the consensus of the labelers' current tiers
+(salon.pool.consensus); ``labels`` lists each labeler's current tier. Shards hold at most
+``max_shard_bytes`` (default 256 MiB, under the Hub's 500 MB advice) with row groups of 100
+rows, so the dataset viewer pages through images quickly. Candidates whose guide photo is not
+CC0 / CC-BY / CC-BY-SA are withheld from every config (the card says how many).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from salon.pool import images
+from salon.pool.consensus import consensus
+from salon.pool.errors import PoolError
+from salon.pool.models import TIERS, is_free_license
+
+CONFIG_DIRS = {"default": "data", "candidates": "candidates", "pairs": "pairs"}
+
+
+@dataclass
+class ExportConfig:
+    max_shard_bytes: int = 256 * 2**20
+    license: str | None = None  # dataset license; default cc-by-4.0, cc-by-sa-4.0 if a guide is CC-BY-SA
+    pretty_name: str = "salon painting pool"
+    overwrite: bool = False  # replace an earlier export in the same folder
+
+    def __post_init__(self):
+        if self.max_shard_bytes < 1:
+            raise PoolError("max_shard_bytes must be positive")
+
+
+@dataclass
+class ExportResult:
+    path: Path
+    labelled: int
+    candidates: int
+    pairs: int
+    withheld: int
+    shards: dict[str, list[str]] = field(default_factory=dict)
+
+
+def features(config: str):
+    from datasets import ClassLabel, Features, Image, List, Value
+
+    if config == "pairs":
+        return Features({"left_id": Value("string"), "right_id": Value("string"),
+                         "winner": ClassLabel(names=["left", "right", "tie"]), "labeler": Value("string"),
+                         "at": Value("string"), "shown_left": Value("string")})
+    cols = {"id": Value("string"), "image": Image(), "tier": ClassLabel(names=list(TIERS)),
+            "labels": List({"labeler": Value("string"), "tier": Value("string")}),
+            "subject": Value("string"), "prompt": Value("string"), "model": Value("string"),
+            "prompt_version": Value("string"), "sampling": Value("string"), "code": Value("string"),
+            "seed": Value("int64"), "round": Value("int32"), "parent_id": Value("string"),
+            "paint_fraction": Value("float64"), "render_ms": Value("int64"),
+            "near_duplicate_of": Value("string"), "guide_photo_id": Value("string"),
+            "guide_observation_url": Value("string"), "guide_photo_url": Value("string"),
+            "guide_license": Value("string"), "guide_attribution": Value("string"),
+            "created_at": Value("string")}
+    if config == "candidates":
+        cols |= {"ok": Value("bool"), "violations": List(Value("string")),
+                 "js_errors": List(Value("string")), "reply": Value("string")}
+    return Features(cols)
+
+
+def export_pool(pool, to: str | Path, config: ExportConfig | None = None) -> ExportResult:
+    """Write the dataset folder ``to`` from one consistent snapshot of the pool."""
+    from salon.pool.card import write_card
+
+    config = config or ExportConfig()
+    to = Path(to)
+    _prepare(to, config.overwrite)
+    snapshot = _snapshot(pool)
+    rows, pairs, withheld = snapshot["rows"], snapshot["pairs"], snapshot["withheld"]
+    labelled = [r for r in rows if r["tier"] is not None]
+    result = ExportResult(to, len(labelled), len(rows), len(pairs), withheld)
+    try:
+        for name, subset in (("default", labelled), ("candidates", rows), ("pairs", pairs)):
+            # datasets cannot load a split with no rows: an empty config is left out of the folder
+            # and the card (the pairs config appears once the app has recorded choices).
+            if subset:
+                result.shards[name] = _write_shards(pool, to, name, subset, config.max_shard_bytes)
+        write_card(to, snapshot, result, config)
+    except OSError as e:
+        raise PoolError(f"cannot write the export under {to} ({e.strerror}): check permissions and "
+                        f"free space, or export elsewhere with --to") from None
+    return result
+
+
+def _prepare(to: Path, overwrite: bool) -> None:
+    try:
+        if to.exists() and not to.is_dir():
+            raise PoolError(f"{to} is a file: export into a new or empty folder")
+        if to.exists() and any(to.iterdir()):
+            ours = {"README.md", *CONFIG_DIRS.values()}
+            if not overwrite or any(p.name not in ours for p in to.iterdir()):
+                raise PoolError(f"{to} is not empty: export into a new or empty folder"
+                                + ("" if overwrite else ", or pass --force to replace an earlier export"))
+            for p in to.iterdir():
+                shutil.rmtree(p) if p.is_dir() else p.unlink()
+        to.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise PoolError(f"cannot create the export folder {to} ({e.strerror}): choose another with "
+                        f"--to or fix its permissions") from None
+
+
+def _snapshot(pool) -> dict:
+    """Rows, labels and choices from one read transaction; images are immutable files."""
+    from salon.pool.store import _CURRENT_LABELS, _SELECT
+
+    with pool._read() as conn:
+        raw = conn.execute(_SELECT + " ORDER BY c.rowid").fetchall()
+        current: dict[str, dict[str, str]] = {}
+        for cid, labeler, tier in conn.execute(_CURRENT_LABELS):
+            current.setdefault(cid, {})[labeler] = tier
+        choices = conn.execute("SELECT * FROM pair_choices ORDER BY seq").fetchall()
+    rows, kept, withheld, guides = [], set(), 0, {}
+    for r in raw:
+        if r["guide_photo_id"] is not None and not is_free_license(r["g_license"]):
+            withheld += 1
+            continue
+        by = current.get(r["id"], {})
+        kept.add(r["id"])
+        if r["guide_photo_id"] is not None:
+            guides[r["guide_photo_id"]] = {"id": r["guide_photo_id"], "license": r["g_license"],
+                                           "attribution": r["g_attr"], "observation_url": r["g_obs"],
+                                           "photo_url": r["g_url"]}
+        rows.append({
+            "id": r["id"], "_image_sha256": r["image_sha256"], "tier": consensus(list(by.values())),
+            "labels": [{"labeler": k, "tier": v} for k, v in sorted(by.items())],
+            "subject": r["subject"], "prompt": r["prompt"], "model": r["model"],
+            "prompt_version": r["prompt_version"], "sampling": r["sampling"], "code": r["code"],
+            "seed": r["seed"], "round": r["round"], "parent_id": r["parent_id"],
+            "paint_fraction": r["paint_fraction"], "render_ms": r["render_ms"],
+            "near_duplicate_of": r["dup_of"], "guide_photo_id": r["guide_photo_id"],
+            "guide_observation_url": r["g_obs"], "guide_photo_url": r["g_url"],
+            "guide_license": r["g_license"], "guide_attribution": r["g_attr"],
+            "created_at": r["created_at"], "ok": None if r["ok"] is None else bool(r["ok"]),
+            "violations": json.loads(r["violations"]), "js_errors": json.loads(r["js_errors"]),
+            "reply": r["reply"]})
+    pairs = [{k: c[k] for k in ("left_id", "right_id", "winner", "labeler", "at", "shown_left")}
+             for c in choices if c["left_id"] in kept and c["right_id"] in kept]
+    return {"rows": rows, "pairs": pairs, "withheld": withheld, "guides": guides, "current": current}
+
+
+def _row_bytes(pool, row: dict) -> int:
+    size = sum(len(str(v)) for k, v in row.items() if not k.startswith("_"))
+    if row.get("_image_sha256"):
+        path = pool.dir / images.image_relpath(row["_image_sha256"])
+        size += path.stat().st_size if path.exists() else 0
+    return size
+
+
+def _write_shards(pool, to: Path, config: str, rows: list[dict], max_bytes: int) -> list[str]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    feats = features(config)
+    groups: list[list[dict]] = [[]]
+    size = 0
+    for row in rows:
+        n = _row_bytes(pool, row)
+        if groups[-1] and size + n > max_bytes:
+            groups.append([])
+            size = 0
+        groups[-1].append(row)
+        size += n
+    folder = to / CONFIG_DIRS[config]
+    folder.mkdir(parents=True, exist_ok=True)
+    names = []
+    for i, group in enumerate(groups):
+        columns = {name: [_value(pool, row, name) for row in group] for name in feats}
+        table = pa.Table.from_pydict(feats.encode_batch(columns), schema=feats.arrow_schema)
+        name = f"{CONFIG_DIRS[config]}/train-{i:05d}-of-{len(groups):05d}.parquet"
+        pq.write_table(table, to / name, row_group_size=100)
+        names.append(name)
+    return names
+
+
+def _value(pool, row: dict, name: str):
+    if name != "image":
+        return row[name]
+    sha = row["_image_sha256"]
+    return None if sha is None else {"bytes": images.read_image(pool.dir, sha), "path": f"{row['id']}.png"}

@@ -1,0 +1,184 @@
+"""Publish a pool to the Hugging Face Hub, and pull a pinned release back as judge references.
+
+    salon pool push REPO_ID [--private] [--message M]      # push(pool, repo_id) -> Release
+    salon pool pull REPO_ID [--revision REV] --to DIR      # pull(repo_id, DIR) -> References
+
+Push exports the pool (salon.pool.export) into a staging folder inside the pool, creates the
+dataset repo if needed, and uploads the folder with ``HfApi.upload_folder``: one commit for an
+ordinary pool; with hf_xet installed, large pools go up in resumable batches (re-running the
+push skips what already arrived). Stale shards of the previous release are deleted in the same
+commit. The pushed commit id is printed and recorded in the pool's ``releases`` table.
+
+Pull resolves REV (default: main) to a full commit id first, downloads the ``default`` config
+at exactly that commit, and writes a reference folder the judges read::
+
+    DIR/manifest.json       {"repo_id", "revision" (40-hex commit), "pulled_at",
+                             "counts": {"love": n, "okay": n, "nope": n},
+                             "references": [{"id", "tier", "path", "subject", "model",
+                                             "labels": {labeler: tier}}]}
+    DIR/refs/<tier>/<id>.png
+    DIR/README.md           the release's dataset card (provenance, attributions)
+
+``path`` is relative to DIR. The revision travels with every use: ``load_references(DIR)``
+returns it with the references, and a judge names ``f"{repo_id}@{revision}"`` as its pool
+release. Pulling into a folder that already holds references replaces them whole (built in a
+temporary sibling, then swapped in).
+
+The endpoint is ``HF_ENDPOINT`` (read by huggingface_hub at import) unless ``endpoint=`` is
+given; the token is ``HF_TOKEN`` or the saved login unless ``token=`` is given.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from salon.pool.errors import HubError, PoolError
+from salon.pool.models import TIERS
+
+REPO_TYPE = "dataset"
+
+
+@dataclass
+class Reference:
+    id: str
+    tier: str
+    path: Path  # absolute
+    subject: str | None
+    model: str | None
+    labels: dict[str, str]
+
+
+@dataclass
+class References:
+    repo_id: str
+    revision: str
+    folder: Path
+    references: list[Reference]
+
+    @property
+    def release(self) -> str:
+        return f"{self.repo_id}@{self.revision}"
+
+    def tier(self, *tiers: str) -> list[Reference]:
+        return [r for r in self.references if r.tier in tiers]
+
+
+def _hub_error(action: str, repo_id: str, e: Exception) -> HubError:
+    causes = [e]
+    while causes[-1].__cause__ is not None:  # the client wraps the HTTP error of a failed upload
+        causes.append(causes[-1].__cause__)
+    http = next((c for c in causes if getattr(c, "response", None) is not None), e)
+    text = str(http).splitlines()[0] if str(http) else type(http).__name__
+    status = getattr(getattr(http, "response", None), "status_code", None)
+    if status in (401, 403):
+        hint = "log in with `hf auth login` or set HF_TOKEN to a token with write access"
+    elif status == 404:
+        hint = "check the repo id and revision (REPO_ID is namespace/name)"
+    else:
+        hint = "check the network and HF_ENDPOINT, then run the same command again (it resumes)"
+    return HubError(f"{action} {repo_id} failed ({text}): {hint}")
+
+
+def push(pool, repo_id: str, *, private: bool = False, message: str | None = None,
+         token: str | None = None, endpoint: str | None = None, export_config=None):
+    """Export and upload the pool; returns the recorded Release (its ``revision`` is the commit)."""
+    from huggingface_hub import HfApi, constants
+
+    from salon.pool.export import export_pool
+
+    if repo_id.count("/") != 1:
+        raise HubError(f"repo id {repo_id!r} must be namespace/name, e.g. you/salon-pool")
+    staging = Path(tempfile.mkdtemp(prefix=".push-", dir=pool.dir))
+    try:
+        result = export_pool(pool, staging / "export", export_config)
+        api = HfApi(endpoint=endpoint, token=token)
+        message = message or f"salon pool: {result.labelled} labelled of {result.candidates} candidates"
+        try:
+            api.create_repo(repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True)
+            info = api.upload_folder(repo_id=repo_id, repo_type=REPO_TYPE, folder_path=result.path,
+                                     commit_message=message,
+                                     delete_patterns=["data/*", "candidates/*", "pairs/*"])
+        except Exception as e:  # huggingface_hub raises HTTP, OS and value errors
+            raise _hub_error("push to", repo_id, e) from e
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return pool.record_release(repo_id, info.oid, endpoint=endpoint or constants.ENDPOINT,
+                               candidates=result.candidates, labelled=result.labelled, message=message)
+
+
+def pull(repo_id: str, to: str | Path, *, revision: str | None = None, token: str | None = None,
+         endpoint: str | None = None) -> References:
+    """Fetch the ``default`` config at a pinned commit into a reference folder."""
+    from huggingface_hub import HfApi, snapshot_download
+
+    to = Path(to)
+    if to.exists() and any(to.iterdir()) and not (to / "manifest.json").exists():
+        raise PoolError(f"{to} is not empty and holds no references: pull into a new or empty folder")
+    try:
+        to.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{to.name}.pull-", dir=to.parent))
+    except OSError as e:
+        raise PoolError(f"cannot write next to {to} ({e.strerror}): choose another folder with --to") from None
+    try:
+        try:
+            api = HfApi(endpoint=endpoint, token=token)
+            sha = api.dataset_info(repo_id, revision=revision or "main").sha
+            snapshot_download(repo_id, repo_type=REPO_TYPE, revision=sha, token=token, endpoint=endpoint,
+                              local_dir=work / "download", allow_patterns=["README.md", "data/*"])
+        except Exception as e:
+            raise _hub_error("pull of", repo_id, e) from e
+        _write_references(work / "download", work / "refs-folder", repo_id, sha)
+        if to.exists():
+            shutil.rmtree(to)
+        os.replace(work / "refs-folder", to)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return load_references(to)
+
+
+def _write_references(download: Path, out: Path, repo_id: str, sha: str) -> None:
+    import pyarrow.parquet as pq
+
+    shards = sorted((download / "data").glob("*.parquet"))
+    if not shards:
+        raise HubError(f"{repo_id}@{sha} has no data/*.parquet: it is not a salon pool release, or "
+                       f"nothing in it was labelled; label candidates, push, and pull that revision")
+    for tier in TIERS:
+        (out / "refs" / tier).mkdir(parents=True, exist_ok=True)
+    refs, counts = [], {t: 0 for t in TIERS}
+    for shard in shards:
+        table = pq.read_table(shard, columns=["id", "image", "tier", "labels", "subject", "model"])
+        for row in table.to_pylist():
+            tier = TIERS[row["tier"]]
+            if not row["image"] or not row["image"].get("bytes"):
+                continue  # a labelled candidate without a render cannot be a reference
+            rel = f"refs/{tier}/{row['id']}.png"
+            (out / rel).write_bytes(row["image"]["bytes"])
+            counts[tier] += 1
+            refs.append({"id": row["id"], "tier": tier, "path": rel, "subject": row["subject"],
+                         "model": row["model"], "labels": {x["labeler"]: x["tier"] for x in row["labels"]}})
+    if (download / "README.md").exists():
+        shutil.copyfile(download / "README.md", out / "README.md")
+    manifest = {"repo_id": repo_id, "revision": sha,
+                "pulled_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "counts": counts, "references": refs}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+
+
+def load_references(folder: str | Path) -> References:
+    """Read a folder written by ``pull``; errors say what to do when it is not one."""
+    folder = Path(folder)
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        refs = [Reference(r["id"], r["tier"], folder / r["path"], r.get("subject"), r.get("model"),
+                          r.get("labels", {})) for r in manifest["references"]]
+        return References(manifest["repo_id"], manifest["revision"], folder, refs)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise PoolError(f"{folder} is not a reference folder ({e}): create it with "
+                        f"`salon pool pull REPO_ID --revision REV --to {folder}`") from None
