@@ -14,8 +14,9 @@ Four ways render the same sketches in one run, each measured on its own:
   prior-art-flags  the same with its published GL flags (--use-gl=angle --use-angle=swiftshader
                    --enable-unsafe-swiftshader --disable-gpu-sandbox)
   naive            a new browser for every sketch, one at a time
-Prints renders/s, the ratio to salon, and how many cores were busy (from /proc/stat), for
-light and heavy sketches separately.
+Prints renders/s, the ratio to salon, and how many cores our own process tree kept busy (CPU
+seconds from /proc over wall seconds), for light and heavy sketches separately. Other load on
+the machine slows every way alike; run it on a quiet machine for absolute numbers.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ import os
 import time
 from pathlib import Path
 
-from salon.curate.render import CHROMIUM_ARGS, Renderer, RenderConfig, find_chromium, find_node_modules
+from proctree import CpuMeter
+from salon.curate.render import Renderer, RenderConfig, find_chromium, find_node_modules
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "curate" / "examples"
 LIGHT = ["hibiscus_01_sketch", "hibiscus_04_blank", "jellyfish_01_bell", "still_02_teacup",
@@ -40,12 +42,6 @@ READY = ("() => window.__setupDone === true && (typeof window.draw !== 'function
          "(window.__frames || 0) >= 1)")
 ADDON = ("p5.registerAddon((p5, fn, lc) => { lc.postsetup = function () { window.__setupDone = true; };"
          " lc.postdraw = function () { window.__frames = (window.__frames || 0) + 1; this.noLoop(); }; });")
-
-
-def cpu_sample() -> tuple[int, int]:
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
-    idle = fields[3] + fields[4]
-    return sum(fields) - idle, sum(fields)
 
 
 def inline_page(p5: str, brush: str, code: str) -> str:
@@ -127,13 +123,12 @@ async def warm_salon(renderer_config: RenderConfig) -> None:
 
 
 def measure(label: str, fn) -> dict:
-    busy0, total0 = cpu_sample()
-    t0 = time.perf_counter()
-    rendered = fn()
-    seconds = time.perf_counter() - t0
-    busy1, total1 = cpu_sample()
-    cores = (os.cpu_count() or 1) * (busy1 - busy0) / max(1, total1 - total0)
-    return {"way": label, "seconds": seconds, "rendered": rendered, "cores_busy": cores}
+    with CpuMeter() as cpu:
+        t0 = time.perf_counter()
+        rendered = fn()
+        seconds = time.perf_counter() - t0
+    return {"way": label, "seconds": seconds, "rendered": rendered, "cores_busy": cpu.seconds / seconds,
+            "cpu_per_render": cpu.seconds}
 
 
 def main() -> None:
@@ -156,11 +151,11 @@ def main() -> None:
         rows = [measure(label, fn) for label, fn in ways]
         salon_rate = len(codes) / rows[0]["seconds"]
         print(f"\n{kind} sketches ({len(codes)} renders: {', '.join(names)})")
-        print(f"  {'way':16s} {'renders/s':>10s} {'salon is':>10s} {'cores busy':>11s} {'ok':>5s}")
+        print(f"  {'way':16s} {'renders/s':>10s} {'salon is':>10s} {'cores busy':>11s} {'CPU s/render':>13s} {'ok':>6s}")
         for r in rows:
             rate = len(codes) / r["seconds"]
             print(f"  {r['way']:16s} {rate:10.3f} {salon_rate / rate:9.2f}x {r['cores_busy']:11.2f} "
-                  f"{r['rendered']:>3d}/{len(codes)}")
+                  f"{r['cpu_per_render'] / len(codes):13.2f} {r['rendered']:>3d}/{len(codes)}", flush=True)
 
 
 if __name__ == "__main__":

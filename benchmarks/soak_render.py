@@ -21,38 +21,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from proctree import tree_pss_mb
 from salon.curate.render import Renderer, RenderConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = ["hibiscus_01_sketch", "hibiscus_03_layered", "jellyfish_01_bell", "still_02_teacup",
         "mountain_02_collapse", "koi_01_pond", "still_01_pears"]
 HOSTILE_TIMEOUT_S = 5.0
-
-
-def tree_pss_mb(root: int) -> float:
-    """PSS of every process below `root` (not root itself), in MiB."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-                parents[int(entry.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
-            except (OSError, ValueError):
-                continue
-    below, frontier = set(), {root}
-    while frontier:
-        frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - below
-        below |= frontier
-    total_kb = 0
-    for pid in below:
-        try:
-            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-                if line.startswith("Pss:"):
-                    total_kb += int(line.split()[1])
-                    break
-        except OSError:
-            continue
-    return total_kb / 1024
 
 
 def workload(n: int, seed: int) -> list[tuple[str, str, int]]:

@@ -8,8 +8,14 @@ seed); ``pool`` is an empty Pool in a temporary folder, closed after the test.
 from __future__ import annotations
 
 import io
+import os
 import sys
 from pathlib import Path
+
+# The whole suite is offline: no Hub, no telemetry, no analytics.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import numpy as np
 import pytest

@@ -1,0 +1,92 @@
+"""The process tree under this Python process, read from /proc: CPU time and memory.
+
+Benchmarks share a 2-core machine with whatever else runs, so "cores busy" is measured on our
+own tree (every process below this one: the Playwright driver, the browsers, their renderer
+and GPU processes), not machine-wide. Processes exit during a run (a closed page takes its
+renderer with it), so `CpuMeter` samples every 50 ms and keeps each process's last reading.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def descendants(root: int) -> set[int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                parents[int(entry.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
+            except (OSError, ValueError):
+                continue
+    below, frontier = set(), {root}
+    while frontier:
+        frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - below
+        below |= frontier
+    return below
+
+
+def cpu_seconds(pid: int) -> float | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def tree_pss_mb(root: int) -> float:
+    """PSS of every process below `root`, in MiB (PSS splits shared pages fairly; RSS double-counts)."""
+    total_kb = 0
+    for pid in descendants(root):
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total_kb += int(line.split()[1])
+                    break
+        except OSError:
+            continue
+    return total_kb / 1024
+
+
+class CpuMeter:
+    """CPU seconds used by the tree below this process (plus this process) while active."""
+
+    def __init__(self, interval_s: float = 0.05):
+        self.interval_s = interval_s
+        self._last: dict[int, float] = {}
+        self._start: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> None:
+        for pid in descendants(os.getpid()) | {os.getpid()}:
+            cpu = cpu_seconds(pid)
+            if cpu is not None:
+                self._start.setdefault(pid, cpu)
+                self._last[pid] = cpu
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._sample()
+            time.sleep(self.interval_s)
+
+    def __enter__(self) -> CpuMeter:
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+    @property
+    def seconds(self) -> float:
+        return sum(self._last[p] - self._start[p] for p in self._last)
