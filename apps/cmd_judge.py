@@ -1,0 +1,144 @@
+"""`salon judge`: score paintings against reference paintings, or validate a judge against people.
+
+    salon judge --model PATH_OR_ID_OR_URL --refs DIR_OR_REPO[@REV] IMAGE... [--k K] [--json]
+    salon judge validate --pool DIR --model PATH_OR_ID_OR_URL [--max-pairs N] [--json]
+
+Scoring: each IMAGE's score is its mean win probability over K references (default 4; fewer
+references: all) drawn with --seed from --refs, every pair shown in both orders. With --json, one
+object per image and line: {"image", "score", "verdicts": [{"reference", "p", "p_first",
+"p_second"}]} ("reference" is the reference's path for a folder, else its pool id; a verdict the
+judge could not give has p null and a "reason"). --model is a local folder or Hub id
+(transformers) or an http(s) URL of an OpenAI-compatible server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from salon.pool.errors import ConfigError, JudgeError
+
+USAGE = """salon judge --model PATH_OR_ID_OR_URL --refs DIR_OR_REPO[@REV] IMAGE... [--k K] [--json]
+       salon judge validate --pool DIR --model PATH_OR_ID_OR_URL [--max-pairs N] [--json]"""
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("judge", usage=USAGE, help="score paintings with a pairwise judge, or validate one",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("images", nargs="*", metavar="IMAGE", help="paintings to score (or the word 'validate')")
+    p.add_argument("--model", required=True, help="local model folder, Hub id, or http(s)://server/v1")
+    p.add_argument("--backend", help="judge registry name or module:Class (default: from --model's form)")
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+    g = p.add_argument_group("scoring")
+    g.add_argument("--refs", help="reference folder, pulled pool folder, or Hub dataset REPO[@REV]")
+    g.add_argument("--k", type=int, default=4, help="references per image (default 4)")
+    g.add_argument("--mix", default="love=0.5,okay=0.5", help="tier weights of the draw (default love=0.5,okay=0.5)")
+    g.add_argument("--seed", type=int, default=0, help="seed of the reference draw (and of validation sampling)")
+    v = p.add_argument_group("validate")
+    v.add_argument("--pool", help="pool folder with labelled candidates and pairwise choices")
+    v.add_argument("--max-pairs", type=int, default=64, help="pairs per tier comparison (default 64)")
+    b = p.add_argument_group("backend")
+    b.add_argument("--device", help="transformers: cuda, cpu ... (default: cuda when available)")
+    b.add_argument("--max-pixels", type=int, help="transformers: bound on image size in pixels")
+    b.add_argument("--timeout", type=float, help="openai: seconds per request (default 120)")
+    b.add_argument("--server-model", help="openai: model name on the server (default: the first listed)")
+    p.set_defaults(run=run)
+
+
+def _parse_mix(text: str) -> dict[str, float]:
+    mix = {}
+    for part in filter(None, text.split(",")):
+        tier, sep, weight = part.partition("=")
+        try:
+            mix[tier.strip()] = float(weight) if sep else 1.0
+        except ValueError:
+            raise ConfigError([f"--mix {text!r}: write tier=weight pairs, e.g. love=0.5,okay=0.5"], "salon judge")
+    return mix
+
+
+def _judge(args):
+    from salon.judges.registry import judge_for
+
+    kwargs = {}
+    is_url = args.model.startswith(("http://", "https://"))
+    backend = args.backend or ("openai" if is_url else "transformers")
+    if backend == "openai":
+        kwargs.update({k: v for k, v in (("timeout_s", args.timeout), ("model", args.server_model)) if v is not None})
+    elif backend == "transformers":
+        kwargs.update({k: v for k, v in (("device", args.device), ("max_pixels", args.max_pixels)) if v is not None})
+    return judge_for(args.model, backend=backend, **kwargs)
+
+
+def run(args) -> int:
+    if args.images[:1] == ["validate"]:
+        return _validate(args)
+    return _score(args)
+
+
+def _score(args) -> int:
+    from PIL import Image
+
+    from salon.judges.references import load_references
+    from salon.judges.winrate import draw_references, judge_group
+
+    problems = []
+    if not args.refs:
+        problems.append("--refs is required: a folder of reference paintings or a pool release")
+    if not args.images:
+        problems.append("give at least one IMAGE to score")
+    if args.k < 1:
+        problems.append(f"--k {args.k}: must be at least 1")
+    if args.pool:
+        problems.append("--pool belongs to `salon judge validate`")
+    if problems:
+        raise ConfigError(problems, "salon judge")
+    images = []
+    for path in args.images:
+        try:
+            with Image.open(path) as im:
+                im.load()
+                images.append(im.copy())
+        except OSError as e:
+            raise JudgeError(f"cannot read image {path}: {e}") from None
+    refs = load_references(args.refs)
+    draw = draw_references(refs, k=args.k, mix=_parse_mix(args.mix), seed=args.seed)
+    judge = _judge(args)
+    scored = judge_group(judge, images, draw)
+    if not args.json:
+        print(f"judge {judge.name} ({judge.prompt_version}); references "
+              f"{refs.release or args.refs}: " + ", ".join(r.id for r in draw.references), file=sys.stderr)
+    for path, score, row in zip(args.images, scored.scores, scored.verdicts):
+        if args.json:
+            verdicts = []
+            for v in row:
+                d = {"reference": v.reference, "p": v.p, "p_first": v.p_first, "p_second": v.p_second}
+                if v.p is None:
+                    d["reason"] = v.reason
+                verdicts.append(d)
+            print(json.dumps({"image": path, "score": score, "verdicts": verdicts}))
+        else:
+            ps = " ".join("  --  " if v.p is None else f"{v.p:.3f}" for v in row)
+            print(f"{'  --  ' if score is None else f'{score:.3f}'}  {path}   [{ps}]")
+    missing = [r for r in scored.reasons if r]
+    if missing:
+        print(f"{len(missing)} image(s) without a score: {missing[0]}", file=sys.stderr)
+    return 0
+
+
+def _validate(args) -> int:
+    from salon.judges.validate import ValidationConfig, pool_labels, validate
+
+    problems = []
+    if not args.pool:
+        problems.append("--pool is required: the pool folder with labels")
+    if len(args.images) > 1:
+        problems.append(f"`salon judge validate` takes no images (got {' '.join(args.images[1:])})")
+    if args.refs:
+        problems.append("--refs belongs to scoring: validation compares the pool's own paintings")
+    if problems:
+        raise ConfigError(problems, "salon judge validate")
+    labelled, choices = pool_labels(args.pool)
+    report = validate(_judge(args), labelled, choices, ValidationConfig(max_pairs=args.max_pairs, seed=args.seed))
+    print(json.dumps(report.to_dict()) if args.json else report.text())
+    return 0

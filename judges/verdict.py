@@ -1,0 +1,121 @@
+"""The judge interfaces: `Reference`, `Verdict`, the `Judge` and `ImageJudge` protocols.
+
+A pairwise judge compares each candidate with each reference in both presentation orders:
+
+    verdicts = judge.judge(candidates, references)   # list (per candidate) of list (per reference)
+    verdicts[i][j].p          # P(candidate i beats reference j), mean of the two orders, or None
+    verdicts[i][j].reason     # why p is None (timeout, parse failure, service down)
+
+`p_first` is the candidate's win probability when shown first, `p_second` when shown second, and
+`p` their mean, so p(a beats b) + p(b beats a) = 1 for any judge (`verdict_from_orders`). A judge
+that cannot answer returns a Verdict with p None and a reason, never 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Protocol, Sequence, runtime_checkable
+
+from PIL import Image
+
+TIERS = ("love", "okay", "nope")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A reference painting: `id` is the pool id, or the path when it comes from a plain folder."""
+
+    id: str
+    path: Path | None = None
+    tier: str | None = None
+    release: str | None = None  # "repo_id@revision" when drawn from a pool release
+    image: Image.Image | None = field(default=None, compare=False, repr=False)
+
+    def load(self) -> Image.Image:
+        if self.image is not None:
+            return self.image
+        if self.path is None:
+            raise ValueError(f"reference {self.id} has neither an image nor a path")
+        return Image.open(self.path)
+
+    @classmethod
+    def from_image(cls, image: Image.Image, id: str, tier: str | None = None) -> "Reference":
+        return cls(id=id, tier=tier, image=image)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One candidate against one reference; `p` is None exactly when the judge could not answer."""
+
+    reference: str
+    judge: str
+    prompt_version: str
+    p: float | None = None
+    p_first: float | None = None
+    p_second: float | None = None
+    reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.p is not None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def verdict_from_orders(
+    p_cand_first: float | None,
+    p_ref_first: float | None,
+    *,
+    reference: str,
+    judge: str,
+    prompt_version: str,
+    reason: str | None = None,
+) -> Verdict:
+    """Combine P(first shown wins) of the two presentations into one verdict.
+
+    `p_cand_first` = P(first wins) with the candidate first; `p_ref_first` = P(first wins) with the
+    reference first. Either missing makes the verdict missing: half a comparison carries the
+    position bias we average out, so it is not a score.
+    """
+    if p_cand_first is None or p_ref_first is None:
+        return Verdict(reference=reference, judge=judge, prompt_version=prompt_version,
+                       reason=reason or "no answer for one presentation order")
+    p_first = float(p_cand_first)
+    p_second = 1.0 - float(p_ref_first)
+    return Verdict(reference=reference, judge=judge, prompt_version=prompt_version,
+                   p=0.5 * (p_first + p_second), p_first=p_first, p_second=p_second)
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """A pairwise judge. Backends set `name` (backend:model) and `prompt_version`."""
+
+    name: str
+    prompt_version: str
+
+    def judge(self, candidates: Sequence[Image.Image], references: Sequence[Reference]) -> list[list[Verdict]]:
+        ...
+
+
+@runtime_checkable
+class ImageJudge(Protocol):
+    """A judge that scores images on their own (paint fraction, composition, diversity...)."""
+
+    name: str
+
+    def score(self, images: Sequence[Image.Image]) -> list[float | None]:
+        ...
+
+
+def as_rgb(image: Image.Image, background=(255, 255, 255)) -> Image.Image:
+    """RGB copy; transparent pixels land on `background` (a rendered canvas may carry alpha)."""
+    if image.mode == "RGB":
+        return image
+    if image.mode in ("RGBA", "LA", "P"):
+        rgba = image.convert("RGBA")
+        out = Image.new("RGB", rgba.size, background)
+        out.paste(rgba, mask=rgba.getchannel("A"))
+        return out
+    return image.convert("RGB")

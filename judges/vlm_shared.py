@@ -1,0 +1,279 @@
+"""Prefix-sharing forward passes for Qwen-VL-family judges (Qwen2-VL, Qwen2.5-VL, Qwen3-VL).
+
+A pairwise comparison is the token sequence
+
+    T0 + IMAGE(first) + T1 + IMAGE(second) + T2        (T2 ends with the assistant header)
+
+and we only need the answer logits at its last position. For a GRPO group (8 candidates x 4
+references x 2 orders = 64 comparisons) only 12 images are distinct, and every comparison shares
+its prefix T0 + IMAGE(first) with the others that show the same image first. So:
+
+1. each distinct image goes through the vision tower once (`encode`; references can be cached);
+2. each distinct prefix runs through the language model once, keeping its key/value cache;
+3. the suffixes T1 + IMAGE(second) + T2 of all comparisons run batched on the gathered caches;
+4. only the two answer rows of the LM head are applied, to the last real position only.
+
+The vision towers attend within windows / images given by `cu_seqlens`; with sdpa, transformers
+runs one attention call per window (hundreds per layer for a group of 600x600 images, which made
+the vision tower cost as much as the language model). `bucketed_vision_attention` runs all
+windows of equal length as one batched sdpa call instead (a handful of calls per layer).
+
+This computes the same function as the stock forward pass on the full sequence (the M-RoPE
+positions are rebuilt here exactly as `get_rope_index` builds them for images; a self-check in
+`SharedPlan.build` compares the token ids with the processor's). Used by vlm_transformers.py.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+import torch
+from transformers import DynamicCache
+
+
+@dataclass
+class Encoded:
+    """One image after the vision tower: LM-ready embeddings, merged grid, optional deepstack."""
+
+    embeds: torch.Tensor  # [n_tokens, hidden]
+    grid: tuple[int, int, int]  # (t, h, w) in merged units: n_tokens = t*h*w
+    deepstack: list[torch.Tensor] | None = None  # per deepstack layer: [n_tokens, hidden] (Qwen3-VL)
+
+
+@dataclass
+class SharedPlan:
+    """Token segments of the prompt around the two image slots, taken from the chat template."""
+
+    t0: list[int]
+    t1: list[int]
+    t2: list[int]
+    image_token_id: int
+    answer_ids: tuple[int, int]
+
+    @classmethod
+    def build(cls, processor, messages: list[dict], answer_ids: tuple[int, int]) -> "SharedPlan":
+        text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        parts = text.split(processor.image_token)
+        if len(parts) != 3:
+            raise ValueError(f"chat template produced {len(parts) - 1} image slots, expected 2")
+        tok = processor.tokenizer
+        t0, t1, t2 = (tok(p, add_special_tokens=False)["input_ids"] for p in parts)
+        return cls(t0, t1, t2, processor.image_token_id, answer_ids)
+
+    def ids(self, n_first: int, n_second: int) -> list[int]:
+        img = self.image_token_id
+        return self.t0 + [img] * n_first + self.t1 + [img] * n_second + self.t2
+
+
+def _segments_positions(segments, start: int) -> tuple[torch.Tensor, int]:
+    """3-row M-RoPE positions for a list of ('text', n) / ('image', (t, h, w)) segments."""
+    rows, pos = [], start
+    for kind, what in segments:
+        if kind == "text":
+            rows.append(torch.arange(pos, pos + what).view(1, -1).expand(3, -1))
+            pos += what
+        else:
+            t, h, w = what
+            tt, hh, ww = torch.meshgrid(torch.arange(t), torch.arange(h), torch.arange(w), indexing="ij")
+            rows.append(torch.stack([tt, hh, ww]).reshape(3, -1) + pos)
+            pos += max(h, w)  # as get_rope_index: next text starts after the larger side
+    return torch.cat(rows, dim=1), pos
+
+
+BUCKETED = "salon_flash_bucketed"  # "flash" in the name routes Qwen-VL vision attention to cu_seqlens
+
+
+def bucketed_attention(module, query, key, value, attention_mask=None, scaling=None, dropout=0.0,
+                       cu_seq_lens_q=None, is_causal=False, **kwargs):
+    """Varlen attention over `cu_seq_lens_q` segments as one sdpa call per distinct length.
+
+    query/key/value: [1, heads, tokens, head_dim]; returns ([1, tokens, heads, head_dim], None)
+    like the flash-attention interface the vision towers call on this path.
+    """
+    q, k, v = (t[0].transpose(0, 1) for t in (query, key, value))  # [tokens, heads, dim]
+    out = torch.empty_like(q)
+    cu = cu_seq_lens_q.tolist()
+    by_length: dict[int, list[int]] = {}
+    for start, end in zip(cu[:-1], cu[1:]):
+        if end > start:
+            by_length.setdefault(end - start, []).append(start)
+    for length, starts in by_length.items():
+        idx = (torch.tensor(starts, device=q.device)[:, None] + torch.arange(length, device=q.device)).reshape(-1)
+        qs, ks, vs = (t[idx].view(len(starts), length, *t.shape[1:]).transpose(1, 2) for t in (q, k, v))
+        o = torch.nn.functional.scaled_dot_product_attention(qs, ks, vs, scale=scaling, is_causal=is_causal)
+        out[idx] = o.transpose(1, 2).reshape(-1, *q.shape[1:])
+    return out.unsqueeze(0), None
+
+
+def use_bucketed_vision_attention(model) -> bool:
+    """Switch an sdpa vision tower to `bucketed_attention`; False where it does not apply."""
+    from transformers import AttentionInterface
+
+    vision_config = getattr(model.model.visual, "config", None)
+    if vision_config is None or vision_config._attn_implementation != "sdpa":
+        return False
+    AttentionInterface.register(BUCKETED, bucketed_attention)
+    vision_config._attn_implementation = BUCKETED
+    return True
+
+
+class SharedRunner:
+    """Runs prefix-shared comparisons on a loaded Qwen-VL-family `...ForConditionalGeneration`."""
+
+    def __init__(self, model, plan: SharedPlan):
+        self.model = model
+        self.plan = plan
+        inner = model.model
+        self.visual = inner.visual
+        self.lm = inner.language_model
+        self.embed = inner.get_input_embeddings()
+        self.merge = model.config.vision_config.spatial_merge_size
+        params = inspect.signature(self.lm.forward).parameters
+        # transformers renamed past_key_values -> cache (5.2x); accept either
+        self.cache_kw = "cache" if "cache" in params else "past_key_values"
+        self.deepstack = "deepstack_visual_embeds" in params
+        head = model.get_output_embeddings().weight
+        self.head = head[list(plan.answer_ids)].detach().float()  # [2, hidden]
+        self.bucketed_vision = use_bucketed_vision_attention(model)
+        self._text_cache: dict[tuple[int, ...], torch.Tensor] = {}
+
+    @property
+    def device(self):
+        return self.embed.weight.device
+
+    def _text(self, ids: list[int]) -> torch.Tensor:
+        # the template segments are the same for every comparison: embed each once
+        key = tuple(ids)
+        if key not in self._text_cache:
+            self._text_cache[key] = self.embed(torch.tensor(ids, device=self.device))
+        return self._text_cache[key]
+
+    @torch.inference_mode()
+    def encode(self, pixel_values: list[torch.Tensor], grids: list[torch.Tensor]) -> list[Encoded]:
+        """Vision tower over several images at once (one call; images are independent inside it)."""
+        pv = torch.cat(pixel_values).to(self.device, self.visual.dtype)
+        thw = torch.cat(grids).to(self.device)
+        out = self.model.model.get_image_features(pv, thw, return_dict=True)
+        embeds = getattr(out, "pooler_output", out)
+        if isinstance(embeds, torch.Tensor):
+            embeds = torch.split(embeds, (thw.prod(-1) // self.merge**2).tolist())
+        deep = getattr(out, "deepstack_features", None)
+        result = []
+        for i, e in enumerate(embeds):
+            t, h, w = (int(x) for x in thw[i])
+            ds = [layer[i] for layer in deep] if deep else None
+            result.append(Encoded(e, (t, h // self.merge, w // self.merge), ds))
+        return result
+
+    def _embed_rows(self, rows):
+        """rows: list of [(ids, Encoded|None)] segment lists -> padded embeds, mask, positions, deepstack."""
+        lengths = [sum(len(ids) for ids, _ in segs) for segs, _ in rows]
+        width = max(lengths)
+        hidden = self.embed.weight.shape[1]
+        embeds = torch.zeros(len(rows), width, hidden, device=self.device, dtype=self.embed.weight.dtype)
+        mask = torch.zeros(len(rows), width, dtype=torch.long, device=self.device)
+        positions = torch.zeros(3, len(rows), width, dtype=torch.long)
+        visual = torch.zeros(len(rows), width, dtype=torch.bool, device=self.device)
+        deep_rows, ends = [], []
+        for b, ((segs, start), n) in enumerate(zip(rows, lengths)):
+            off, pos_segs = 0, []
+            for ids, enc in segs:
+                if enc is None:
+                    embeds[b, off:off + len(ids)] = self._text(ids)
+                    pos_segs.append(("text", len(ids)))
+                else:
+                    embeds[b, off:off + len(ids)] = enc.embeds.to(embeds.dtype)
+                    visual[b, off:off + len(ids)] = True
+                    pos_segs.append(("image", enc.grid))
+                    if enc.deepstack is not None:
+                        deep_rows.append(enc.deepstack)
+                off += len(ids)
+            pos, end = _segments_positions(pos_segs, start)
+            positions[:, b, :n] = pos
+            mask[b, :n] = 1
+            ends.append(end)
+        deep = None
+        if deep_rows and self.deepstack:
+            deep = [torch.cat([r[k] for r in deep_rows]).to(embeds.dtype) for k in range(len(deep_rows[0]))]
+        return embeds, mask, positions.to(self.device), visual, deep, lengths, ends
+
+    def _lm(self, embeds, mask, positions, visual, deep, cache):
+        kwargs = {"inputs_embeds": embeds, "position_ids": positions, "use_cache": True, self.cache_kw: cache,
+                  "attention_mask": None if bool(mask.all()) else mask}
+        if deep is not None:
+            kwargs.update(visual_pos_masks=visual, deepstack_visual_embeds=deep)
+        return self.lm(**kwargs).last_hidden_state
+
+    @torch.inference_mode()
+    def first_wins(self, encoded: list[Encoded], comparisons: list[tuple[int, int]],
+                   max_batch_tokens: int) -> list[float]:
+        """P(first shown wins) for each (first, second) index pair into `encoded`."""
+        plan = self.plan
+        firsts = sorted({a for a, _ in comparisons})
+        slot = {a: i for i, a in enumerate(firsts)}
+        # 1. prefixes T0 + IMAGE(first), in token-bounded chunks, caches kept per prefix
+        pre_kv, pre_mask, pre_end = [], [], []
+        for chunk in _chunks(firsts, lambda a: len(plan.t0) + encoded[a].embeds.shape[0], max_batch_tokens):
+            rows = [([(plan.t0, None), ([plan.image_token_id] * encoded[a].embeds.shape[0], encoded[a])], 0)
+                    for a in chunk]
+            embeds, mask, positions, visual, deep, _, ends = self._embed_rows(rows)
+            cache = DynamicCache()
+            self._lm(embeds, mask, positions, visual, deep, cache)
+            kv = [(layer.keys, layer.values) for layer in cache.layers]
+            for i in range(len(chunk)):
+                pre_kv.append([(k[i], v[i]) for k, v in kv])
+                pre_mask.append(mask[i])
+                pre_end.append(ends[i])
+        # 2. suffixes T1 + IMAGE(second) + T2 on the gathered prefix caches
+        probs = [0.0] * len(comparisons)
+        order = list(range(len(comparisons)))
+        suffix_len = len(plan.t1) + len(plan.t2)
+        for chunk in _chunks(order, lambda c: suffix_len + encoded[comparisons[c][1]].embeds.shape[0]
+                             + encoded[comparisons[c][0]].embeds.shape[0], max_batch_tokens):
+            pre = [slot[comparisons[c][0]] for c in chunk]
+            rows = []
+            for c in chunk:
+                second = encoded[comparisons[c][1]]
+                rows.append(([(plan.t1, None), ([plan.image_token_id] * second.embeds.shape[0], second),
+                              (plan.t2, None)], pre_end[slot[comparisons[c][0]]]))
+            embeds, mask, positions, visual, deep, lengths, _ = self._embed_rows(rows)
+            width = max(pre_mask[p].shape[0] for p in pre)
+            kv_rows = []
+            for layer in range(len(pre_kv[0])):
+                ks = [_pad_to(pre_kv[p][layer][0], width) for p in pre]
+                vs = [_pad_to(pre_kv[p][layer][1], width) for p in pre]
+                kv_rows.append((torch.stack(ks), torch.stack(vs)))
+            prefix_mask = torch.stack([_pad_to(pre_mask[p], width, dim=0) for p in pre])
+            full_mask = torch.cat([prefix_mask, mask], dim=1)
+            hidden = self._lm(embeds, full_mask, positions, visual, deep, DynamicCache(kv_rows))
+            last = hidden[torch.arange(len(chunk), device=hidden.device), torch.tensor(lengths) - 1]
+            logits = last.float() @ self.head.T
+            p = torch.softmax(logits, dim=-1)[:, 0].tolist()
+            for c, value in zip(chunk, p):
+                probs[c] = value
+        return probs
+
+
+def _pad_to(t: torch.Tensor, width: int, dim: int = 1) -> torch.Tensor:
+    """Right-pad a per-row tensor along its sequence dim (keys/values: [heads, seq, hd]; mask: [seq])."""
+    missing = width - t.shape[dim]
+    if missing == 0:
+        return t
+    shape = list(t.shape)
+    shape[dim] = missing
+    return torch.cat([t, t.new_zeros(shape)], dim=dim)
+
+
+def _chunks(items, cost, budget):
+    """Greedy chunks of `items` whose summed cost stays under `budget` (at least one item each)."""
+    chunk, used = [], 0
+    for item in items:
+        c = cost(item)
+        if chunk and used + c > budget:
+            yield chunk
+            chunk, used = [], 0
+        chunk.append(item)
+        used += c
+    if chunk:
+        yield chunk

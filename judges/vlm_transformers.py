@@ -1,0 +1,296 @@
+"""Pairwise VLM judge on a local transformers model (registry name "transformers").
+
+    judge = TransformersPairwiseJudge(TransformersJudgeConfig(model="Qwen/Qwen2.5-VL-7B-Instruct"))
+    verdicts = judge.judge(candidates, references)      # see verdict.py
+    judge.first_wins([(img_a, img_b), ...])             # P(first shown wins), per ordered pair
+
+Loads any model `AutoModelForImageTextToText` loads, asks the prompt of prompt.py, and reads
+P("A") vs P("B") from the answer logits (no text parsing). Every pair is shown in both orders.
+Qwen-VL-family models run on the prefix-sharing path of vlm_shared.py (each image encoded once,
+each first-shown prefix computed once); others, or `sharing="off"`, run the stock processor +
+forward pass in batches. bf16 on GPU, float32 on CPU.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Sequence
+
+from PIL import Image
+
+from salon.judges.prompt import PAIRWISE_PROMPT, PairwisePrompt
+from salon.judges.verdict import Reference, Verdict, as_rgb, verdict_from_orders
+from salon.pool.errors import ConfigError, JudgeError
+
+log = logging.getLogger(__name__)
+
+SHARING = ("auto", "on", "off")
+DTYPES = ("auto", "bfloat16", "float16", "float32")
+
+
+@dataclass
+class TransformersJudgeConfig:
+    model: str
+    device: str = "auto"  # "auto": cuda when available, else cpu
+    dtype: str = "auto"  # "auto": bfloat16 on cuda, float32 on cpu
+    attn_implementation: str = "sdpa"
+    sharing: str = "auto"  # prefix sharing: "auto" uses it where the architecture supports it
+    max_batch_tokens: int = 32768  # tokens per forward pass (bounds activation memory)
+    max_pixels: int | None = None  # override the processor's image size bound
+    reference_cache: int = 512  # encoded reference images kept between calls
+
+    def __post_init__(self):
+        problems = []
+        if not self.model:
+            problems.append("model is empty: give a local folder or a Hub id")
+        if self.sharing not in SHARING:
+            problems.append(f"sharing={self.sharing!r}: use one of {', '.join(SHARING)}")
+        if self.dtype not in DTYPES:
+            problems.append(f"dtype={self.dtype!r}: use one of {', '.join(DTYPES)}")
+        if self.max_batch_tokens < 1:
+            problems.append(f"max_batch_tokens={self.max_batch_tokens}: must be positive")
+        if self.max_pixels is not None and self.max_pixels < 28 * 28:
+            problems.append(f"max_pixels={self.max_pixels}: must be at least 784")
+        if self.reference_cache < 0:
+            problems.append(f"reference_cache={self.reference_cache}: must be 0 or more")
+        if problems:
+            raise ConfigError(problems, "TransformersJudgeConfig")
+
+
+class TransformersPairwiseJudge:
+    """A pairwise judge backed by a local image-text-to-text model."""
+
+    def __init__(self, config: TransformersJudgeConfig | None = None, prompt: PairwisePrompt = PAIRWISE_PROMPT,
+                 **kwargs):
+        import torch
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        cfg = config or TransformersJudgeConfig(**kwargs)
+        device = cfg.device if cfg.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = cfg.dtype if cfg.dtype != "auto" else ("bfloat16" if device.startswith("cuda") else "float32")
+        try:
+            processor = AutoProcessor.from_pretrained(cfg.model)
+            model = AutoModelForImageTextToText.from_pretrained(
+                cfg.model, dtype=getattr(torch, dtype), attn_implementation=cfg.attn_implementation
+            ).to(device).eval()
+        except (OSError, ValueError, KeyError) as e:
+            raise JudgeError(f"could not load judge model {cfg.model!r}: {e}. Give a local model folder, or a "
+                             "Hub id that is in the local cache (the Hub may be unreachable)") from e
+        self._setup(model, processor, cfg, prompt)
+
+    @classmethod
+    def from_loaded(cls, model, processor, config: TransformersJudgeConfig, prompt: PairwisePrompt = PAIRWISE_PROMPT):
+        """Wrap a model and processor already in memory (a trainer's, a benchmark's); `config.model` names it."""
+        judge = cls.__new__(cls)
+        judge._setup(model.eval(), processor, config, prompt)
+        return judge
+
+    def _setup(self, model, processor, config: TransformersJudgeConfig, prompt: PairwisePrompt):
+        self.config, self.model, self.processor, self.prompt = config, model, processor, prompt
+        self.name = f"transformers:{config.model}"
+        self.prompt_version = prompt.version
+        if not hasattr(processor, "image_processor"):
+            raise JudgeError(f"{config.model!r} has no image processor (AutoProcessor gave "
+                             f"{type(processor).__name__}): it is not an image-text-to-text model")
+        # preprocessing runs where the model runs (the torchvision backend resizes on the GPU),
+        # so it stays off the CPU's critical path
+        self._image_kwargs = {"device": str(model.device)} if model.device.type == "cuda" else {}
+        if config.max_pixels is not None:
+            size = dict(getattr(processor.image_processor, "size", None) or {})
+            self._image_kwargs["size"] = {**size, "longest_edge": config.max_pixels}
+        processor.tokenizer.padding_side = "left"  # the answer position is the last one
+        self.answer_ids = self._answer_ids()
+        self._runner = self._shared_runner() if config.sharing != "off" else None
+        self._refs: OrderedDict = OrderedDict()
+
+    def _answer_ids(self) -> tuple[int, int]:
+        ids = []
+        for answer in self.prompt.answers:
+            enc = self.processor.tokenizer(answer, add_special_tokens=False)["input_ids"]
+            if len(enc) != 1:
+                raise JudgeError(f"answer {answer!r} is {len(enc)} tokens for this tokenizer; the judge reads one "
+                                 "token's logits: use a prompt whose answers are single tokens")
+            ids.append(enc[0])
+        return ids[0], ids[1]
+
+    def _shared_runner(self):
+        """The prefix-sharing runner when the model supports it and reproduces the processor's tokens."""
+        from salon.judges.vlm_shared import SharedPlan, SharedRunner
+
+        inner = getattr(self.model, "model", None)
+        supported = all(hasattr(inner, a) for a in ("visual", "language_model", "get_image_features"))
+        problem = None if supported else f"{type(self.model).__name__} is not a Qwen-VL-family model"
+        if supported:
+            try:
+                plan = SharedPlan.build(self.processor, self.prompt.messages(), self.answer_ids)
+                probe = [Image.new("RGB", (64, 48), "white"), Image.new("RGB", (40, 56), "black")]
+                expect = self._stock_inputs([tuple(probe)])["input_ids"][0].tolist()
+                grids = self.processor.image_processor(images=probe, return_tensors="pt",
+                                                       **self._image_kwargs)["image_grid_thw"]
+                merge = self.model.config.vision_config.spatial_merge_size
+                n = [int(g.prod()) // merge**2 for g in grids]
+                if plan.ids(*n) != expect:
+                    problem = "the chat template's tokens around the images differ from the processor's"
+            except (ValueError, AttributeError, KeyError) as e:
+                problem = f"{type(e).__name__}: {e}"
+        if problem:
+            if self.config.sharing == "on":
+                raise JudgeError(f"sharing='on' but prefix sharing cannot run: {problem}; use sharing='auto'")
+            log.info("prefix sharing off for %s: %s", self.config.model, problem)
+            return None
+        return SharedRunner(self.model, plan)
+
+    @property
+    def sharing(self) -> bool:
+        return self._runner is not None
+
+    # ---- the Judge protocol -------------------------------------------------------------------
+    def judge(self, candidates: Sequence[Image.Image], references: Sequence[Reference]) -> list[list[Verdict]]:
+        images, keys, failed = [], [], {}
+        for i, c in enumerate(candidates):
+            images.append(c)
+            keys.append(None)
+        for r in references:
+            try:
+                images.append(r.load())
+            except OSError as e:
+                failed[len(images)] = f"could not read reference {r.id}: {e}"
+                images.append(None)
+            keys.append(f"{r.id}|{r.path}")
+        n = len(candidates)
+        comparisons = []
+        for i in range(n):
+            for j in range(len(references)):
+                comparisons += [(i, n + j), (n + j, i)]
+        probs, reasons = self._first_wins_indexed(images, keys, comparisons, failed)
+        out = []
+        for i in range(n):
+            row = []
+            for j, ref in enumerate(references):
+                k = 2 * (i * len(references) + j)
+                row.append(verdict_from_orders(probs[k], probs[k + 1], reference=ref.id, judge=self.name,
+                                               prompt_version=self.prompt_version,
+                                               reason=reasons[k] or reasons[k + 1]))
+            out.append(row)
+        return out
+
+    def first_wins(self, pairs: Sequence[tuple[Image.Image, Image.Image]]) -> list[float | None]:
+        """P(first shown wins) for ordered pairs, as one batch (no order averaging)."""
+        images = [im for pair in pairs for im in pair]
+        comparisons = [(2 * i, 2 * i + 1) for i in range(len(pairs))]
+        probs, _ = self._first_wins_indexed(images, [None] * len(images), comparisons, {})
+        return probs
+
+    # ---- internals ----------------------------------------------------------------------------
+    def _first_wins_indexed(self, images, keys, comparisons, failed):
+        """P(first wins) per (a, b) index pair; a failed image or pass gives None with a reason."""
+        images = list(images)
+        for idx, im in enumerate(images):
+            if idx in failed:
+                continue
+            try:
+                images[idx] = as_rgb(im)
+                if min(images[idx].size) < 1:
+                    raise ValueError(f"empty image {images[idx].size}")
+            except (OSError, ValueError, AttributeError) as e:
+                failed[idx] = f"could not read image: {e}"
+        probs: list[float | None] = [None] * len(comparisons)
+        reasons: list[str | None] = [None] * len(comparisons)
+        todo = []
+        for c, (a, b) in enumerate(comparisons):
+            bad = failed.get(a) or failed.get(b)
+            if bad:
+                reasons[c] = bad
+            else:
+                todo.append(c)
+        if not todo:
+            return probs, reasons
+        import torch
+
+        try:
+            if self._runner is not None:
+                values = self._shared(images, keys, [comparisons[c] for c in todo])
+            else:
+                values = self._stock([(images[comparisons[c][0]], images[comparisons[c][1]]) for c in todo])
+        except (RuntimeError, ValueError, torch.cuda.OutOfMemoryError) as e:
+            # infrastructure failure (e.g. out of memory): missing, never a bad painting
+            log.warning("judge forward failed: %s", e)
+            for c in todo:
+                reasons[c] = f"judge failed: {type(e).__name__}: {e}"
+            return probs, reasons
+        for c, v in zip(todo, values):
+            probs[c] = v
+        return probs, reasons
+
+    def _encode(self, images, keys, needed):
+        """Encode each needed image once; references (keyed) come from / go to an LRU cache."""
+        encoded, fresh = {}, []
+        for idx in needed:
+            key = keys[idx]
+            if key is not None and key in self._refs:
+                self._refs.move_to_end(key)
+                encoded[idx] = self._refs[key]
+            else:
+                fresh.append(idx)
+        if fresh:
+            batch = self.processor.image_processor(images=[images[i] for i in fresh], return_tensors="pt",
+                                                  **self._image_kwargs)
+            grids = batch["image_grid_thw"]
+            sizes = grids.prod(-1).tolist()
+            pixel = list(batch["pixel_values"].split(sizes))
+            for idx, enc in zip(fresh, self._encode_chunked(pixel, list(grids.split(1)))):
+                encoded[idx] = enc
+                if keys[idx] is not None and self.config.reference_cache:
+                    self._refs[keys[idx]] = enc
+                    while len(self._refs) > self.config.reference_cache:
+                        self._refs.popitem(last=False)
+        return encoded
+
+    def _encode_chunked(self, pixel, grids):
+        # the vision tower's activations scale with patches: bound them like the LM's tokens
+        out, chunk, used = [], [], 0
+        budget = 4 * self.config.max_batch_tokens
+        for pv, g in zip(pixel, grids):
+            if chunk and used + pv.shape[0] > budget:
+                out += self._runner.encode([p for p, _ in chunk], [g for _, g in chunk])
+                chunk, used = [], 0
+            chunk.append((pv, g))
+            used += pv.shape[0]
+        if chunk:
+            out += self._runner.encode([p for p, _ in chunk], [g for _, g in chunk])
+        return out
+
+    def _shared(self, images, keys, comparisons):
+        needed = sorted({i for pair in comparisons for i in pair})
+        encoded = self._encode(images, keys, needed)
+        slot = {idx: k for k, idx in enumerate(needed)}
+        enc_list = [encoded[idx] for idx in needed]
+        return self._runner.first_wins(enc_list, [(slot[a], slot[b]) for a, b in comparisons],
+                                       self.config.max_batch_tokens)
+
+    def _stock_inputs(self, pairs):
+        text = self.processor.apply_chat_template(self.prompt.messages(), add_generation_prompt=True,
+                                                  tokenize=False)
+        return self.processor(text=[text] * len(pairs), images=[im for p in pairs for im in p],
+                              return_tensors="pt", padding=True, **self._image_kwargs)
+
+    def _stock(self, pairs):
+        """The plain path: processor + full forward pass, batched by token count."""
+        import torch
+
+        out: list[float] = []
+        per_pair = None
+        start = 0
+        while start < len(pairs):
+            size = 1 if per_pair is None else max(1, self.config.max_batch_tokens // per_pair)
+            chunk = pairs[start:start + size]
+            batch = self._stock_inputs(chunk).to(self.model.device)
+            per_pair = batch["input_ids"].shape[1]
+            with torch.inference_mode():
+                logits = self.model(**batch, logits_to_keep=1).logits[:, -1]
+            p = torch.softmax(logits[:, list(self.answer_ids)].float(), dim=-1)[:, 0]
+            out += p.tolist()
+            start += size
+        return out

@@ -1,0 +1,167 @@
+"""The transformers pairwise judge on tiny Qwen-VL models built from configs (CPU, offline)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fixtures_models import flat_image, tiny_vl  # noqa: E402
+
+from salon.judges.prompt import PAIRWISE_PROMPT, PairwisePrompt  # noqa: E402
+from salon.judges.registry import load_judge  # noqa: E402
+from salon.judges.verdict import Judge, Reference  # noqa: E402
+from salon.judges.vlm_transformers import TransformersJudgeConfig, TransformersPairwiseJudge  # noqa: E402
+from salon.judges.winrate import draw_references, judge_group  # noqa: E402
+from salon.pool.errors import ConfigError, JudgeError  # noqa: E402
+
+
+def noise(h, w, seed):
+    from PIL import Image
+
+    return Image.fromarray(np.random.default_rng(seed).integers(0, 255, (h, w, 3), dtype=np.uint8))
+
+
+@pytest.fixture(scope="module")
+def images():
+    # different sizes on purpose: different token counts exercise padding in every batch
+    return [noise(h, w, i) for i, (h, w) in enumerate([(60, 60), (80, 50), (100, 100), (30, 90), (64, 64)])]
+
+
+@pytest.fixture(scope="module")
+def judge():
+    return load_judge("transformers", model=str(tiny_vl("qwen2_5_vl")))
+
+
+@pytest.fixture(scope="module")
+def taught():
+    return TransformersPairwiseJudge(model=str(tiny_vl("qwen2_5_vl", taught=True)))
+
+
+def refs_of(images):
+    return [Reference.from_image(im, id=f"ref{i}", tier="love") for i, im in enumerate(images)]
+
+
+def test_model_reloads_with_auto_classes_offline():
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    folder = tiny_vl("qwen2_5_vl")
+    model = AutoModelForImageTextToText.from_pretrained(folder)
+    processor = AutoProcessor.from_pretrained(folder)
+    assert type(model).__name__ == "Qwen2_5_VLForConditionalGeneration"
+    assert hasattr(processor, "image_processor") and processor.tokenizer("A")["input_ids"] != []
+
+
+def test_is_a_judge_and_names_itself(judge):
+    assert isinstance(judge, Judge)
+    assert judge.name.startswith("transformers:") and judge.prompt_version == PAIRWISE_PROMPT.version
+    assert judge.sharing  # a Qwen2.5-VL runs the prefix-sharing path
+
+
+def test_both_orders_are_evaluated_and_averaged(judge, images):
+    cand, ref = images[0], images[1]
+    v = judge.judge([cand], [Reference.from_image(ref, id="r")])[0][0]
+    cand_first, ref_first = judge.first_wins([(cand, ref), (ref, cand)])
+    assert v.p_first == pytest.approx(cand_first, abs=1e-6)
+    assert v.p_second == pytest.approx(1 - ref_first, abs=1e-6)
+    assert v.p == pytest.approx((v.p_first + v.p_second) / 2, abs=1e-12)
+    assert v.reference == "r" and v.judge == judge.name and v.reason is None
+
+
+@pytest.mark.parametrize("which", ["random", "taught"])
+def test_swapping_candidate_and_reference_gives_complementary_probabilities(which, judge, taught, images):
+    j = judge if which == "random" else taught
+    a, b = images[2], images[3]
+    ab = j.judge([a], [Reference.from_image(b, id="b")])[0][0].p
+    ba = j.judge([b], [Reference.from_image(a, id="a")])[0][0].p
+    assert ab + ba == pytest.approx(1.0, abs=1e-6)
+
+
+def test_batched_equals_unbatched(judge, images):
+    cands, refs = images[:3], refs_of(images[3:])
+    batched = judge.judge(cands, refs)
+    for i, c in enumerate(cands):
+        for j, r in enumerate(refs):
+            alone = judge.judge([c], [r])[0][0]
+            assert alone.p == pytest.approx(batched[i][j].p, abs=1e-5)
+            assert alone.p_first == pytest.approx(batched[i][j].p_first, abs=1e-5)
+
+
+def test_small_batches_equal_one_batch(images):
+    folder = str(tiny_vl("qwen2_5_vl"))
+    big = TransformersPairwiseJudge(model=folder, max_batch_tokens=100_000)
+    small = TransformersPairwiseJudge(model=folder, max_batch_tokens=1)  # one row per forward pass
+    pairs = [(a, b) for a in images for b in images if a is not b]
+    assert np.allclose(big.first_wins(pairs), small.first_wins(pairs), atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl"])
+def test_prefix_sharing_equals_the_stock_forward_pass(arch, images):
+    folder = str(tiny_vl(arch))
+    shared = TransformersPairwiseJudge(model=folder, sharing="on")
+    stock = TransformersPairwiseJudge(model=folder, sharing="off")
+    assert shared.sharing and not stock.sharing
+    pairs = [(a, b) for a in images for b in images if a is not b]
+    p_shared, p_stock = np.array(shared.first_wins(pairs)), np.array(stock.first_wins(pairs))
+    assert np.abs(p_shared - p_stock).max() < 1e-5
+    assert p_stock.std() > 0  # the images matter, so equality is not two constants agreeing
+
+
+def test_repeated_calls_agree_with_and_without_the_reference_cache(judge, images):
+    cands, refs = images[:2], refs_of(images[2:4])
+    judge._refs.clear()
+    first = judge.judge(cands, refs)
+    assert len(judge._refs) == 2  # references were encoded once and kept
+    second = judge.judge(cands, refs)
+    assert [[v.p for v in row] for row in first] == [[v.p for v in row] for row in second]
+
+
+def test_taught_judge_prefers_the_brighter_painting(taught):
+    bright, dark = flat_image(220, seed=1), flat_image(50, seed=2)
+    v = taught.judge([bright], [Reference.from_image(dark, id="dark")])[0][0]
+    assert v.p > 0.7 and v.p_first > 0.5 and v.p_second > 0.5
+
+
+def test_unreadable_reference_gives_none_with_a_reason_and_the_rest_are_judged(judge, images, tmp_path):
+    missing = Reference(id="gone", path=tmp_path / "gone.png")
+    rows = judge.judge(images[:2], [missing, Reference.from_image(images[3], id="ok")])
+    for row in rows:
+        assert row[0].p is None and row[0].p_first is None and "could not read reference gone" in row[0].reason
+        assert row[1].p is not None and row[1].reason is None
+
+
+def test_broken_candidate_gives_none_only_for_itself(judge, images):
+    from PIL import Image
+
+    rows = judge.judge([Image.new("RGB", (0, 0)), images[0]], refs_of(images[1:3]))
+    assert all(v.p is None and v.reason for v in rows[0])
+    assert all(v.p is not None for v in rows[1])
+
+
+def test_group_scores_are_one_per_image_against_one_draw(judge, images):
+    draw = draw_references(refs_of(images[2:]), k=2, seed=7)
+    scored = judge_group(judge, images[:2], draw)
+    assert len(scored.scores) == 2 and all(0 < s < 1 for s in scored.scores)
+    assert [[v.reference for v in row] for row in scored.verdicts] == [[r.id for r in draw.references]] * 2
+    assert scored.record()["draw"]["references"] == [{"id": r.id, "tier": r.tier} for r in draw.references]
+
+
+def test_answers_must_be_single_tokens():
+    prompt = PairwisePrompt(version="t", intro="A:", between="B:", question="Which?",
+                            answers=("Painting A", "Painting B"))
+    with pytest.raises(JudgeError, match="tokens for this tokenizer"):
+        TransformersPairwiseJudge(model=str(tiny_vl("qwen2_5_vl")), prompt=prompt)
+
+
+def test_config_reports_every_problem_at_once():
+    with pytest.raises(ConfigError) as e:
+        TransformersJudgeConfig(model="", sharing="sometimes", dtype="int3", max_batch_tokens=0)
+    assert len(e.value.problems) == 4
+
+
+def test_missing_model_says_what_to_do(tmp_path):
+    with pytest.raises(JudgeError, match="local model folder"):
+        TransformersPairwiseJudge(model=str(tmp_path / "nothing-here"))
