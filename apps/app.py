@@ -1,0 +1,138 @@
+"""The salon curation app: label, grid, compare, generate and publish views on one pool.
+
+    salon app [--pool DIR] [--port P] [--host H] [--user NAME | --auth USER:PASS ...]
+
+One server (uvicorn): a FastAPI app carrying the JSON hot path of the label and compare views
+(salon.apps.app_api) with the Gradio Blocks app mounted at "/" (layout, the other views, the
+named API endpoints). Views live in app_label, app_grid, app_generate, app_publish. With
+`--auth` every label records the logged-in user; with `--user` (or neither: the login name of
+the account running the app) one person labels without a login.
+
+From Python: `serve(AppConfig(pool="salon-pool", port=7860))`, or `build(config)` for the
+ASGI app.
+"""
+
+from __future__ import annotations
+
+import getpass
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from salon.pool.errors import ConfigError
+
+
+@dataclass
+class AppConfig:
+    pool: str | Path | None = None          # None: $SALON_POOL, then ./salon-pool
+    host: str = "127.0.0.1"
+    port: int = 7860
+    user: str | None = None                 # the labeler when there is no login
+    auth: list[tuple[str, str]] = field(default_factory=list)
+
+    def __post_init__(self):
+        problems = []
+        if self.user is not None and self.auth:
+            problems.append("give --user (one person, no login) or --auth (logins), not both")
+        if self.user is not None and not self.user.strip():
+            problems.append("--user must be a name")
+        if not 0 <= self.port <= 65535:
+            problems.append(f"--port must be 0-65535, got {self.port}")
+        for user, password in self.auth:
+            if not user.strip() or not password:
+                problems.append(f"--auth {user!r}: give USER:PASS with both parts non-empty")
+        if problems:
+            raise ConfigError(problems, where="salon app")
+
+    @property
+    def labeler(self) -> str:
+        if self.user:
+            return self.user.strip()
+        try:
+            return getpass.getuser()
+        except (KeyError, OSError):  # no login name in a bare container
+            return "labeler"
+
+
+class AppState:
+    """What every view shares: the open pool, who is labelling, the background generation run."""
+
+    def __init__(self, pool, config: AppConfig):
+        self.pool = pool
+        self.config = config
+        self.job = None  # app_generate.GenerationJob
+
+    def user(self, request) -> str:
+        """The labeler of a Gradio request: the logged-in user with --auth, else the --user."""
+        if self.config.auth:
+            if not getattr(request, "username", None):
+                import gradio as gr
+
+                raise gr.Error("not logged in: reload the page and log in")
+            return request.username
+        return self.config.labeler
+
+
+def build(config: AppConfig, pool=None):
+    """The ASGI app (FastAPI + mounted Gradio) over `pool` (opened from config.pool if None)."""
+    import gradio as gr
+    from fastapi import FastAPI
+
+    from salon.apps.app_api import gradio_user, router
+    from salon.apps.app_generate import generate_view
+    from salon.apps.app_grid import grid_view
+    from salon.apps.app_label import api_endpoints, compare_view, label_view
+    from salon.apps.app_publish import publish_view
+    from salon.pool.store import Pool
+
+    pool = pool or Pool.open(config.pool)
+    state = AppState(pool, config)
+    with gr.Blocks(title="salon") as demo:
+        with gr.Tabs():
+            with gr.Tab("Label", id="label"):
+                label_view()
+            with gr.Tab("Grid", id="grid") as grid_tab:
+                grid_view(state, [demo.load, grid_tab.select])
+            with gr.Tab("Compare", id="compare"):
+                compare_view()
+            with gr.Tab("Generate", id="generate"):
+                generate_view(state)
+            with gr.Tab("Publish", id="publish") as publish_tab:
+                publish_view(state, [demo.load, publish_tab.select])
+        api_endpoints(state)
+    demo.queue(default_concurrency_limit=4)
+
+    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+    app.include_router(router(pool, gradio_user(app, demo, config.labeler)))
+    app = gr.mount_gradio_app(
+        app, demo, path="/", auth=config.auth or None, ssr_mode=False,
+        auth_message="salon: log in to label (each label records your name)",
+        allowed_paths=[str(pool.dir.resolve())], footer_links=["api"],
+        server_name=config.host, server_port=config.port)
+    return app
+
+
+def serve(config: AppConfig) -> None:
+    """Run the app until interrupted; prints the URL once the server listens."""
+    import uvicorn
+
+    from salon.pool.store import Pool
+
+    with Pool.open(config.pool) as pool:
+        app = build(config, pool)
+        server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port,
+                                               log_level="warning", timeout_graceful_shutdown=2))
+
+        def announce():
+            while not server.started and not server.should_exit:
+                threading.Event().wait(0.05)
+            if server.started:
+                host = "127.0.0.1" if config.host in ("0.0.0.0", "::") else config.host
+                port = server.servers[0].sockets[0].getsockname()[1]
+                who = (f"logins: {', '.join(u for u, _ in config.auth)}" if config.auth
+                       else f"labeler: {config.labeler}")
+                print(f"salon app on pool {pool.dir} ({who})\n"
+                      f"Running on local URL: http://{host}:{port}/", flush=True)
+
+        threading.Thread(target=announce, daemon=True).start()
+        server.run()

@@ -1,0 +1,191 @@
+"""The curation app's JSON API: the keyboard hot path, outside Gradio's event queue.
+
+Gradio's event round-trip (queue, SSE, re-render) is too slow between two keypresses, so the
+label and compare views talk to these plain FastAPI routes from their own JS
+(`app_static/salon.js`), mounted on the same server as the Gradio app:
+
+    GET  /salon/api/me                     {user, models, subjects}
+    POST /salon/api/queue   {view, model, subject, rejects, duplicates}
+                                           {ids, labelled, total}: the label queue, in pool order
+    POST /salon/api/items   {ids}          {items: [...]}: what the label view shows per id
+    POST /salon/api/label   {id, tier}     {seq, at, consensus}: tier null is an undo
+    GET  /salon/api/pair                   {left, right}: two gate-passing paintings, random order
+    POST /salon/api/pair    {left, right, winner}
+    GET  /salon/img/{id}                   the candidate's PNG (immutable: the URL names its sha)
+    GET  /salon/guide/{id}                 the local copy of the candidate's guide photo
+
+A label is answered only after `Pool.label` committed it: the answer is the acknowledgement.
+With `--auth`, every route needs Gradio's login cookie and labels carry the logged-in user.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+from fastapi import APIRouter, Body, Depends, FastAPI, HTTPException, Request
+from fastapi.responses import FileResponse
+
+from salon.pool.consensus import consensus
+from salon.pool.errors import PoolError
+from salon.pool.models import Candidate
+
+STATIC = Path(__file__).parent / "app_static"
+VIEWS = ("unlabelled", "all", "love", "okay", "nope")
+IMMUTABLE = {"Cache-Control": "private, max-age=31536000, immutable"}
+
+
+def item(pool, c: Candidate, labels: dict[str, str], me: str) -> dict:
+    """One candidate as the label and compare views show it."""
+    image = pool.image_path(c.id)
+    has_image = image is not None and image.exists()
+    return {
+        "id": c.id, "subject": c.subject, "model": c.model, "seed": c.seed, "round": c.round,
+        "code": c.code, "ok": c.ok, "violations": c.violations, "dup_of": c.dup_of,
+        "image": f"/salon/img/{c.id}?v={c.image_sha256[:16]}" if has_image else None,
+        "image_problem": None if has_image else (
+            "no image: the render failed or has not run yet" if image is None
+            else "the image file is missing from the pool: run `salon pool check --fix`"),
+        "guide": None if c.guide is None else {
+            "url": f"/salon/guide/{c.id}", "observation_url": c.guide.observation_url,
+            "license": c.guide.license, "attribution": c.guide.attribution},
+        "mine": labels.get(me), "labels": labels, "consensus": consensus(list(labels.values())),
+    }
+
+
+def queue_ids(pool, me: str, view: str = "unlabelled", model: str | None = None,
+              subject: str | None = None, rejects: bool = False,
+              duplicates: bool = False) -> dict:
+    """The label queue: ids in pool order, plus how many of the same scope `me` has labelled."""
+    if view not in VIEWS:
+        raise PoolError(f"unknown view {view!r}: use one of {', '.join(VIEWS)}")
+    scope = [c.id for c in pool.candidates(model=model or None, subject=subject or None,
+                                           ok=None if rejects else True,
+                                           hide_duplicates=not duplicates)]
+    current = pool.current_labels()
+    labelled = sum(1 for i in scope if me in current.get(i, {}))
+    if view == "unlabelled":
+        ids = [i for i in scope if me not in current.get(i, {})]
+    elif view == "all":
+        ids = scope
+    else:
+        ids = [i for i in scope if consensus(list(current.get(i, {}).values())) == view]
+    return {"ids": ids, "labelled": labelled, "total": len(scope)}
+
+
+def router(pool, user_of: Callable[[Request], str | None]) -> APIRouter:
+    """The routes above; `user_of(request)` names the labeler, or None when not logged in."""
+
+    def me(request: Request) -> str:
+        user = user_of(request)
+        if not user:
+            raise HTTPException(401, "not logged in: reload the page and log in")
+        return user
+
+    def candidate(cid: str) -> Candidate:
+        c = pool.get(cid)
+        if c is None:
+            raise HTTPException(404, f"no candidate {cid} in {pool.dir}")
+        return c
+
+    api = APIRouter()
+
+    @api.get("/salon/api/me")
+    def whoami(user: str = Depends(me)):
+        stats = pool.stats()
+        # stats count a missing model or subject as "unknown", which no filter can select
+        return {"user": user, "models": sorted(set(stats["by_model"]) - {"unknown"}),
+                "subjects": sorted(set(stats["by_subject"]) - {"unknown"})}
+
+    @api.post("/salon/api/queue")
+    def queue(filters: dict = Body(...), user: str = Depends(me)):
+        try:
+            return queue_ids(pool, user, view=filters.get("view", "unlabelled"),
+                             model=filters.get("model"), subject=filters.get("subject"),
+                             rejects=bool(filters.get("rejects")),
+                             duplicates=bool(filters.get("duplicates")))
+        except PoolError as e:
+            raise HTTPException(400, str(e)) from None
+
+    @api.post("/salon/api/items")
+    def items(body: dict = Body(...), user: str = Depends(me)):
+        ids = list(body.get("ids", []))[:100]
+        current = pool.current_labels(ids)
+        return {"items": [item(pool, c, current.get(c.id, {}), user)
+                          for c in (pool.get(i) for i in ids) if c is not None]}
+
+    @api.post("/salon/api/label")
+    def label(body: dict = Body(...), user: str = Depends(me)):
+        cid, tier = body.get("id"), body.get("tier")
+        try:
+            row = pool.undo(cid, user) if tier is None else pool.label(cid, tier, user)
+        except PoolError as e:
+            raise HTTPException(400, str(e)) from None
+        return {"seq": row.seq, "at": row.at, "tier": row.tier, "user": user,
+                "consensus": pool.consensus_tier(cid)}
+
+    @api.get("/salon/api/pair")
+    def pair(user: str = Depends(me)):
+        ids = [c.id for c in pool.candidates(ok=True, hide_duplicates=True)]
+        if len(ids) < 2:
+            raise HTTPException(404, "compare needs at least two gate-passing paintings: "
+                                     "import or generate more")
+        left, right = random.sample(ids, 2)  # random order: position bias is measured, not built in
+        current = pool.current_labels([left, right])
+        return {"left": item(pool, candidate(left), current.get(left, {}), user),
+                "right": item(pool, candidate(right), current.get(right, {}), user)}
+
+    @api.post("/salon/api/pair")
+    def choose(body: dict = Body(...), user: str = Depends(me)):
+        try:
+            row = pool.add_pair_choice(body.get("left"), body.get("right"), body.get("winner"),
+                                       user, shown_left=body.get("left"))
+        except PoolError as e:
+            raise HTTPException(400, str(e)) from None
+        return {"seq": row.seq, "at": row.at}
+
+    @api.get("/salon/img/{cid}")
+    def image(cid: str, user: str = Depends(me)):
+        path = pool.image_path(cid)
+        if path is None or not path.exists():
+            raise HTTPException(404, "no image for this candidate")
+        return FileResponse(path, media_type="image/png", headers=IMMUTABLE)
+
+    @api.get("/salon/guide/{cid}")
+    def guide(cid: str, user: str = Depends(me)):
+        from salon.curate.guides import guides_dir, load_guides
+
+        c = candidate(cid)
+        if c.guide is None or not c.subject:
+            raise HTTPException(404, "this candidate used no guide photo")
+        photo = next((g for g in load_guides(pool.dir, c.subject)
+                      if str(g.photo_id) == c.guide.id), None)
+        path = pool.dir / photo.file if photo else None
+        if path is None or not path.exists():
+            raise HTTPException(404, "the guide photo is not in this pool's guides folder")
+        return FileResponse(path, headers=IMMUTABLE)
+
+    @api.get("/salon/static/{name}")
+    def static(name: str):
+        path = STATIC / name
+        if path.parent != STATIC or not path.is_file():
+            raise HTTPException(404)
+        media = "text/javascript; charset=utf-8" if name.endswith(".js") else None
+        return FileResponse(path, media_type=media, headers={"Cache-Control": "no-cache"})
+
+    return api
+
+
+def gradio_user(app: FastAPI, blocks, default_user: str) -> Callable[[Request], str | None]:
+    """The user of a request: Gradio's login cookie when the app has auth, else the --user."""
+
+    def user_of(request: Request) -> str | None:
+        if not blocks.auth:
+            return default_user
+        gradio_app = next(r.app for r in app.routes if hasattr(getattr(r, "app", None), "tokens"))
+        token = (request.cookies.get(f"access-token-{gradio_app.cookie_id}")
+                 or request.cookies.get(f"access-token-unsecure-{gradio_app.cookie_id}"))
+        return gradio_app.tokens.get(token)
+
+    return user_of

@@ -1,0 +1,36 @@
+"""`salon app`: the Gradio curation app on a pool (a public interface: flags are only added).
+
+    salon app [--pool DIR] [--port P] [--host H] [--user NAME | --auth USER:PASS ...]
+
+The app itself is salon.apps.app; this module only parses the command line.
+"""
+
+from __future__ import annotations
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("app", help="the curation app: label, grid, compare, generate, publish")
+    p.add_argument("--pool", metavar="DIR", help="pool folder (default $SALON_POOL, then ./salon-pool)")
+    p.add_argument("--port", type=int, default=7860, help="port (default 7860; 0 picks a free one)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; 0.0.0.0 for the network: use --auth)")
+    who = p.add_mutually_exclusive_group()
+    who.add_argument("--user", metavar="NAME", help="label as NAME, no login (default: your login name)")
+    who.add_argument("--auth", action="append", metavar="USER:PASS", default=[],
+                     help="require a login; repeat for several labelers")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    import os
+
+    from salon.apps.app import AppConfig, serve
+    from salon.pool.errors import ConfigError
+
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no calls home from a lab machine
+    bad = [a for a in args.auth if ":" not in a]
+    if bad:
+        raise ConfigError([f"--auth {a!r} is not USER:PASS" for a in bad], where="salon app")
+    auth = [tuple(a.split(":", 1)) for a in args.auth]
+    serve(AppConfig(pool=args.pool, host=args.host, port=args.port, user=args.user, auth=auth))
+    return 0

@@ -1,0 +1,88 @@
+"""The curation app's JSON API and command line on bad input, in process (no browser).
+
+An empty pool, a painting whose file went missing, a candidate whose render failed, labels the
+store refuses, a pool that cannot be opened, contradictory or malformed flags.
+
+    .venv/bin/python -m pytest -q tests/test_app_bad_input.py
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from salon.apps.app import AppConfig, build
+from salon.apps.cli import main
+from salon.pool import Candidate, Pool
+from salon.pool.errors import ConfigError
+
+
+@pytest.fixture
+def client():
+    from fastapi.testclient import TestClient
+
+    def make(pool_dir, **config):
+        app = build(AppConfig(pool=pool_dir, **({"user": "ann"} | config)))
+        return TestClient(app)
+
+    return make
+
+
+def test_empty_pool(tmp_path, client):
+    with client(tmp_path / "empty") as api:
+        assert api.get("/salon/api/me").json() == {"user": "ann", "models": [], "subjects": []}
+        assert api.post("/salon/api/queue", json={}).json() == {"ids": [], "labelled": 0, "total": 0}
+        r = api.get("/salon/api/pair")
+        assert r.status_code == 404 and "at least two" in r.json()["detail"]
+        r = api.post("/salon/api/label", json={"id": "ab" * 32, "tier": "love"})
+        assert r.status_code == 400 and "no candidate" in r.json()["detail"]
+        assert api.get("/").status_code == 200
+
+
+def test_missing_image_no_render_and_refused_labels(tmp_path, client, make_png):
+    good, gone = (Candidate(code=f"// {i}", ok=True, png=make_png(i)) for i in range(2))
+    failed = Candidate(code="// render unavailable", ok=None)
+    with Pool.open(tmp_path / "pool") as pool:
+        pool.add_candidates([good, gone, failed])
+        pool.image_path(gone.id).unlink()
+    with client(tmp_path / "pool") as api:
+        queue = api.post("/salon/api/queue", json={"rejects": True}).json()["ids"]
+        assert queue == [good.id, gone.id, failed.id]
+        items = {i["id"]: i for i in api.post("/salon/api/items", json={"ids": queue}).json()["items"]}
+        assert items[good.id]["image"].startswith(f"/salon/img/{good.id}")
+        assert items[gone.id]["image"] is None and "salon pool check" in items[gone.id]["image_problem"]
+        assert items[failed.id]["image"] is None and "render failed" in items[failed.id]["image_problem"]
+        assert api.get(items[good.id]["image"]).headers["content-type"] == "image/png"
+        for cid in (gone.id, failed.id):
+            assert api.get(f"/salon/img/{cid}").status_code == 404
+        # Without rejects shown, a candidate without a render is not in the queue.
+        assert failed.id not in api.post("/salon/api/queue", json={}).json()["ids"]
+        r = api.post("/salon/api/label", json={"id": good.id, "tier": "great"})
+        assert r.status_code == 400 and "unknown tier" in r.json()["detail"]
+        r = api.post("/salon/api/queue", json={"view": "favourites"})
+        assert r.status_code == 400 and "unknown view" in r.json()["detail"]
+        r = api.post("/salon/api/label", json={"id": failed.id, "tier": "nope"})
+        assert r.status_code == 200 and r.json()["consensus"] == "nope"
+    with Pool.open(tmp_path / "pool") as pool:
+        assert pool.current_labels() == {failed.id: {"ann": "nope"}}
+
+
+def test_api_needs_a_login_when_the_app_has_auth(tmp_path, client):
+    with client(tmp_path / "pool", user=None, auth=[("alice", "pw")]) as api:
+        assert api.post("/salon/api/label", json={"id": "ab" * 32, "tier": "love"}).status_code == 401
+        assert api.post("/login", data={"username": "alice", "password": "nope"}).status_code == 400
+        assert api.post("/login", data={"username": "alice", "password": "pw"}).status_code == 200
+        assert api.get("/salon/api/me").json()["user"] == "alice"
+
+
+def test_config_and_flag_errors(tmp_path, capsys):
+    with pytest.raises(ConfigError) as e:
+        AppConfig(user="ann", auth=[("bob", "pw")], port=70000)
+    assert len(e.value.problems) == 2
+    assert main(["app", "--pool", str(tmp_path), "--auth", "alice"]) == 2
+    assert "USER:PASS" in capsys.readouterr().err
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    assert main(["app", "--pool", str(blocker / "pool")]) == 2
+    assert "cannot create pool folder" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # argparse: --user and --auth exclude each other
+        main(["app", "--user", "ann", "--auth", "bob:pw"])
