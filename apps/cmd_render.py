@@ -42,7 +42,7 @@ def read_sketch(path: Path) -> str | None:
 
 
 def run(args) -> int:
-    from salon.curate.render import RenderConfig, Renderer
+    from salon.curate.render import RenderConfig, Renderer, RenderResult
     from salon.pool.errors import SetupError
 
     config = RenderConfig(size=args.size, timeout_s=args.timeout, browsers=args.browsers)
@@ -56,7 +56,16 @@ def run(args) -> int:
 
     async def main() -> int:
         unavailable = 0
-        async with Renderer(config) as renderer:
+        renderer = Renderer(config)
+        try:
+            await renderer.start()
+        except SetupError as e:
+            # No browser at all: every input is missing data, not a bad sketch.
+            print(f"salon render: {e}", file=sys.stderr)
+            for path in paths:
+                _report(args.json, path, RenderResult.infra(f"render_unavailable: {e}"), None)
+            return 1
+        try:
             tasks = [asyncio.ensure_future(renderer.render(read_sketch(p), args.seed)) for p in paths]
             for path, stem, task in zip(paths, stems, tasks):
                 result = await task
@@ -66,6 +75,8 @@ def run(args) -> int:
                     image.write_bytes(result.png)
                 unavailable += result.unavailable
                 _report(args.json, path, result, image)
+        finally:
+            await renderer.close()
         return 1 if unavailable else 0
 
     return asyncio.run(main())
@@ -78,8 +89,7 @@ def _report(as_json: bool, path: Path, result, image: Path | None) -> None:
             "file": str(path), "ok": result.ok, "violations": list(result.violations),
             "paint_fraction": None if result.paint_fraction is None else round(result.paint_fraction, 4),
             "render_ms": result.render_ms, "js_errors": result.js_errors,
-            "image": str(image) if image else None,
-            **({"render_unavailable": True} if result.unavailable else {}),
+            "image": str(image) if image else None, "render_unavailable": result.unavailable,
         }), flush=True)
         return
     mark = "ok " if result.ok else "BAD"

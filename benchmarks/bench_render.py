@@ -136,6 +136,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2, help="how many times each sketch list is rendered")
     ap.add_argument("--skip-published", action="store_true", help="skip the slow published-GL-flags way")
     ap.add_argument("--skip-naive", action="store_true")
+    ap.add_argument("--sweep", action="store_true", help="also salon with 1, 3 and 4 browsers (how many suit the cores)")
     args = ap.parse_args()
     config = RenderConfig()
     print(f"cores: {os.cpu_count()}  salon browsers: {config.browser_count}  rounds: {args.rounds}")
@@ -144,6 +145,11 @@ def main() -> None:
         codes = [(EXAMPLES / f"{n}.js").read_text() for n in names] * args.rounds
         ways = [("salon", lambda: asyncio.run(run_salon(codes, config))),
                 ("prior-art", lambda: asyncio.run(run_prior_art(codes, BASE_FLAGS + ["--disable-gpu"])))]
+        if args.sweep:
+            for n in (1, 3, 4):
+                sweep_config = RenderConfig(browsers=n)
+                ways.append((f"salon {n} browser{'s' if n > 1 else ''}",
+                             lambda c=sweep_config: asyncio.run(run_salon(codes, c))))
         if not args.skip_published:
             ways.append(("prior-art-flags", lambda: asyncio.run(run_prior_art(codes, BASE_FLAGS + PUBLISHED_GL))))
         if not args.skip_naive:

@@ -41,7 +41,9 @@ def test_render_json_lines_for_files_replies_and_garbage(tmp_path):
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [r["file"] for r in rows] == ["bell.js", "reply.txt", "prose.txt", "bytes.js"]
     for r in rows:
-        assert set(r) >= {"file", "ok", "violations", "paint_fraction", "render_ms", "js_errors", "image"}
+        assert set(r) == {"file", "ok", "violations", "paint_fraction", "render_ms", "js_errors", "image",
+                          "render_unavailable"}
+        assert r["render_unavailable"] is False
         assert r["ok"] == (r["violations"] == [] and r["image"] is not None)
     bell, reply, prose, garbage = rows
     assert bell["ok"] and Path(bell["image"]).read_bytes().startswith(b"\x89PNG")
@@ -57,3 +59,16 @@ def test_render_human_output_and_missing_file(tmp_path):
     assert proc.returncode == 0 and "blank_canvas" in proc.stdout
     missing = salon("render", "nope.js", cwd=tmp_path)
     assert missing.returncode == 2 and "no such file: nope.js" in missing.stderr
+
+
+def test_no_browser_means_render_unavailable_not_a_violation(tmp_path):
+    import os
+
+    (tmp_path / "bell.js").write_text(example("jellyfish_01_bell"))
+    env = dict(os.environ, SALON_CHROMIUM="/bin/false")
+    proc = subprocess.run([sys.executable, "-m", "salon.apps.cli", "render", "bell.js", "--json"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 1
+    (row,) = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert row["render_unavailable"] is True and row["ok"] is False and row["violations"] == []
+    assert "could not start Chromium" in proc.stderr
