@@ -1,1 +1,6 @@
-"""salon.train"""
+"""salon.train: GRPO on TRL with render, gate and judge rewards; every rollout archived and audited.
+
+config.py (dataclass config, YAML + overrides), recipe.py (the GRPO recipe; `salon train`),
+reward.py (the TRL reward adapter), render_workers.py (render processes), archive.py (rollout
+archive), audit.py (coverage, diversity, alarms; `salon audit`), tiny.py (tiny offline models).
+"""

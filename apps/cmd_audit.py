@@ -1,0 +1,71 @@
+"""`salon audit`: coverage, diversity, reward components and collapse alarms of a training run.
+
+    salon audit RUN_DIR [--json] [--out DIR] [--window W] [--no-figures]
+
+Reads RUN_DIR/rollouts/ (written by `salon train`) and computes per step: paint coverage and
+blank share, diversity within groups and across prompts, each reward component's mean and std,
+bottom / median / top reward and the count under 0.3, frac_reward_zero_std; over the run and the
+last window: correlation between components (flagged above 0.85) and saturation. Alarms: coverage
+falling or diversity collapsing while the reward rises. Figures (audit.png, correlation.png,
+image grids) go to --out (default RUN_DIR/audit/). Exit code 1 when an alarm fired.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("audit", help="audit a training run's rollouts (coverage, diversity, alarms)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a salon train output folder")
+    p.add_argument("--json", action="store_true", help="print the whole report as JSON")
+    p.add_argument("--out", help="folder for figures (default RUN_DIR/audit)")
+    p.add_argument("--window", type=int, help="steps per comparison window of the alarms (default 20)")
+    p.add_argument("--grid-every", type=int, help="an image grid every N steps (default: 8 grids)")
+    p.add_argument("--no-figures", action="store_true", help="numbers only")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from salon.train.audit import audit_run
+    from salon.train.config import AuditSettings
+
+    settings = AuditSettings(**{k: v for k, v in (("window", args.window), ("grid_every", args.grid_every or 0))
+                                if v is not None})
+    out = None if args.no_figures else Path(args.out or Path(args.run_dir) / "audit")
+    report = audit_run(args.run_dir, settings, out)
+    if args.json:
+        print(json.dumps(report, default=float))
+    else:
+        print(summary(report))
+    return 1 if report["alarms"] else 0
+
+
+def summary(report: dict) -> str:
+    steps = report["steps"]
+    first, last = steps[0], steps[-1]
+
+    def f(v):
+        return "-" if v is None else f"{v:.3f}"
+
+    lines = [f"{report['run_dir']}: {report['rollouts']} rollouts over {len(steps)} steps "
+             f"({first['step']}..{last['step']})",
+             f"{'':22}{'first':>8}{'last':>8}"]
+    for key in ("reward/mean", "reward/bottom", "reward/median", "reward/top", "reward/under_0.3", "none",
+                "gate_pass", "coverage", "blank_share", "diversity_within", "diversity_across",
+                "frac_reward_zero_std"):
+        lines.append(f"{key:22}{f(first.get(key)):>8}{f(last.get(key)):>8}")
+    for c in report["components"]:
+        lines.append(f"{c + ' mean/std':22}{f(last.get(c + '/mean')):>8}{f(last.get(c + '/std')):>8}")
+    checks = report["last_window"]
+    if checks["correlated"]:
+        lines.append("correlated components (last window): " + ", ".join(
+            f"{k} r={checks['correlation'][k]:.2f}" for k in checks["correlated"]))
+    if checks["saturated"]:
+        lines.append("saturated components (last window): " + ", ".join(checks["saturated"]))
+    lines += [f"ALARM step {a['step']}: {a['name']}: {a['message']}" for a in report["alarms"]] or ["no alarms"]
+    lines += [f"figure: {p}" for p in report["figures"]]
+    return "\n".join(lines)

@@ -1,0 +1,122 @@
+"""The TRL reward adapter (issue 6 point 8): one value per completion; gate failure is a penalty,
+infrastructure failure (render unavailable, judge without an answer) is None and counted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from salon.curate.render import RenderConfig
+from salon.judges.references import load_references
+from salon.train.archive import RolloutArchive, load_rollouts
+from salon.train.config import RewardSettings
+from salon.train.render_workers import RenderPool
+from salon.train.reward import RewardAdapter
+from salon.train.tiny import resolve_model, resolve_references
+
+pytestmark = pytest.mark.browser
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "curate" / "examples"
+
+
+def fenced(name: str) -> str:
+    return f"Here is my painting.\n```javascript\n{(EXAMPLES / name).read_text()}\n```"
+
+
+NOT_WEBGL = "```javascript\nfunction setup() { createCanvas(600, 600); brush.circle(0, 0, 50); }\n```"
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny")
+    return {"judge": resolve_model("tiny:qwen2_5_vl", root / "judge"),
+            "refs": load_references(resolve_references("tiny:refs", root / "refs"))}
+
+
+@pytest.fixture(scope="module")
+def render_pool():
+    with RenderPool(RenderConfig(browsers=2, timeout_s=30), workers=1) as pool:
+        yield pool
+
+
+def adapter(tiny, pool, tmp_path, judge_name="transformers", **settings):
+    from salon.judges.registry import load_judge
+
+    judge = load_judge(judge_name, model=tiny["judge"])
+    a = RewardAdapter(RewardSettings(**settings), judge=judge, references=tiny["refs"], render=pool, k=2)
+    a.archive = RolloutArchive(tmp_path / "rollouts", a.reward_columns)
+    return a
+
+
+def call(a, prompts, completions, rows, step=0):
+    metrics = {}
+
+    class State:
+        global_step = step
+
+    out = a(prompts=prompts, completions=[[{"role": "assistant", "content": c}] for c in completions],
+            trainer_state=State(), log_metric=lambda k, v: metrics.__setitem__(k, v), row=rows,
+            subject=["s"] * len(rows))
+    return out, metrics
+
+
+def test_one_value_per_completion_gate_failures_get_the_penalty(tiny, render_pool, tmp_path):
+    a = adapter(tiny, render_pool, tmp_path, gate_penalty=-0.25)
+    prompts = ["Paint a teacup."] * 3 + ["Paint a lake."] * 3
+    completions = [fenced("still_02_teacup.js"), "I cannot paint.", fenced("mountain_02_collapse.js"),
+                   fenced("hibiscus_04_blank.js"), NOT_WEBGL, fenced("still_02_teacup.js")]
+    rewards, metrics = call(a, prompts, completions, rows=[0, 0, 0, 1, 1, 1])
+    assert len(rewards) == 6
+    assert rewards[1] == rewards[3] == rewards[4] == -0.25  # no sketch, blank canvas, not WEBGL
+    for i in (0, 2, 5):
+        assert isinstance(rewards[i], float) and rewards[i] > 0
+    df = load_rollouts(tmp_path)
+    assert list(df["reward"]) == pytest.approx(rewards)
+    assert set(a.reward_columns) <= set(df.columns) and "reward_judge" in df
+    assert df.loc[3, "violations"].tolist() == ["blank_canvas"] and df.loc[1, "violations"].tolist() == ["no_sketch"]
+    assert df["reward_judge"].notna().tolist() == [True, False, True, False, False, True]
+    for _, group in df.groupby("group"):  # a group faces one reference draw
+        assert group["draw_seed"].nunique() == 1 and len({tuple(r) for r in group["references"]}) == 1
+    assert metrics["salon/gate_pass"] == pytest.approx(0.5) and metrics["salon/none"] == 0
+    assert metrics["salon/violations/blank_canvas"] == pytest.approx(1 / 6)
+    assert "salon/judge/mean" in metrics and "salon/coverage" in metrics
+
+
+def test_render_unavailable_is_none_and_counted_never_zero(tiny, tmp_path):
+    with RenderPool(RenderConfig(chromium="/bin/false"), workers=1) as broken:
+        a = adapter(tiny, broken, tmp_path)
+        rewards, metrics = call(a, ["Paint a teacup."] * 3,
+                                [fenced("still_02_teacup.js"), fenced("mountain_02_collapse.js"), "no code"],
+                                rows=[0, 0, 0])
+    assert rewards[:2] == [None, None]
+    assert rewards[2] == 0.0  # the gate rejects this one before any browser: a bad painting, not an outage
+    assert metrics["salon/render_unavailable"] == 2 and metrics["salon/none"] == 2
+    df = load_rollouts(tmp_path, images=False)
+    assert df["missing"].map(list).tolist() == [["render"], ["render"], []]
+
+
+def test_judge_failure_is_none_and_counted(tiny, render_pool, tmp_path):
+    a = adapter(tiny, render_pool, tmp_path, judge_name="train_support:FlakyJudge")
+    prompts = ["Paint a teacup."] * 2 + ["Paint a lake."] * 2
+    completions = [fenced("still_02_teacup.js"), "nothing"] * 2
+    rewards, metrics = call(a, prompts, completions, rows=[0, 0, 1, 1])
+    assert len(rewards) == 4
+    assert rewards[1] == rewards[3] == 0.0  # gate failures keep their penalty
+    assert sum(r is None for r in rewards) == 1  # the group judged second got no answer
+    assert metrics["salon/judge_missing"] == 1 and metrics["salon/none"] == 1
+    df = load_rollouts(tmp_path, images=False)
+    failed = df[df["reward"].isna()].iloc[0]
+    assert list(failed["missing"]) == ["judge"] and "timeout" in failed["judge_reason"]
+    assert failed["reward_gate"] == 1.0 and failed["reward_judge"] != failed["reward_judge"]  # NaN, not 0
+
+
+def test_prefetch_starts_rendering_at_generation_and_is_reused(tiny, render_pool, tmp_path):
+    a = adapter(tiny, render_pool, tmp_path)
+    prompts, completions = ["Paint a teacup."] * 2, [fenced("still_02_teacup.js"), "nothing"]
+    before = render_pool.rendered
+    a.prefetch(prompts, [[{"role": "assistant", "content": c}] for c in completions], step=0)
+    assert len(a._prefetched) == 1
+    rewards, _ = call(a, prompts, completions, rows=[0, 0])
+    assert rewards[0] > 0 and not a._prefetched
+    assert render_pool.rendered - before == 1  # rendered once, at prefetch

@@ -1,0 +1,89 @@
+"""Helpers for the trainer tests: a judge that fails on purpose, synthetic rollout archives.
+
+`FlakyJudge` (load it as "train_support:FlakyJudge"; tests/ is on sys.path through conftest)
+answers like the tiny transformers judge on odd-numbered calls and gives `None` verdicts (a
+timeout) on even-numbered ones, i.e. for every other group. `write_synthetic_run` writes an
+archive in the layout `salon train` writes, with paintings drawn to order.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from PIL import Image
+
+from salon.judges.verdict import Verdict
+
+
+class FlakyJudge:
+    prompt_version = "flaky-test"
+
+    def __init__(self, model: str | None = None, **kwargs):
+        from salon.judges.registry import load_judge
+
+        self.inner = load_judge("transformers", model=model, **kwargs) if model else None
+        self.name = "test:flaky"
+        self.calls = 0
+
+    def judge(self, candidates, references):
+        self.calls += 1
+        if self.calls % 2 == 0:
+            return [[Verdict(reference=r.id, judge=self.name, prompt_version=self.prompt_version,
+                             reason="timeout: judge did not answer") for r in references] for _ in candidates]
+        if self.inner is None:
+            return [[Verdict(reference=r.id, judge=self.name, prompt_version=self.prompt_version, p=0.5,
+                             p_first=0.5, p_second=0.5) for r in references] for _ in candidates]
+        return self.inner.judge(candidates, references)
+
+
+def painting(rng, coverage: float, hue, size: int = 96) -> bytes:
+    """Paper with random blobs; `coverage` (0..1) says how much of the canvas holds paint."""
+    arr = np.full((size, size, 3), 245, dtype=np.uint8)
+    yy, xx = np.mgrid[:size, :size]
+    n = max(1, int(round(coverage * 16)))
+    cells = rng.choice(16, size=n, replace=False)
+    for c in cells:
+        cy, cx = (c // 4) * size // 4 + size // 8, (c % 4) * size // 4 + size // 8
+        r = size // 7
+        blob = (yy - cy) ** 2 + (xx - cx) ** 2 < r * r
+        colour = np.clip(np.asarray(hue) + rng.integers(-40, 40, 3), 0, 255)
+        arr[blob] = colour
+    buf = io.BytesIO()
+    Image.fromarray(arr).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def write_synthetic_run(run_dir, collapse: bool, steps: int = 30, groups: int = 2, g: int = 4, seed: int = 0):
+    """A run whose reward rises; with `collapse`, coverage and diversity fall (one template) as it does.
+
+    Without it, coverage and diversity stay put, and components are independent noise.
+    """
+    from salon.train.archive import RolloutArchive
+
+    rng = np.random.default_rng(seed)
+    archive = RolloutArchive(run_dir / "rollouts", ["reward_gate", "reward_length", "reward_judge"])
+    for step in range(steps):
+        t = step / (steps - 1)
+        rows = []
+        for grp in range(groups):
+            for pos in range(g):
+                passed = rng.random() > 0.15
+                template = collapse and rng.random() < t  # the collapsed template: same small painting
+                if template:
+                    coverage, png = 0.25, painting(np.random.default_rng(999), 0.25, [200, 120, 60])
+                else:
+                    coverage = float(rng.uniform(0.6, 0.9))
+                    png = painting(rng, coverage, rng.integers(0, 255, 3))
+                judge = (0.3 + 0.5 * t + rng.normal(0, 0.05)) if collapse else (0.3 + 0.2 * t + rng.normal(0, 0.08))
+                png = png if passed else None
+                length = float(rng.uniform(0.2, 1.0))
+                reward = 0.05 + 0.05 * length + 0.9 * judge if passed else 0.0
+                rows.append({"run": "synthetic", "step": step, "group": f"{step}-{grp}", "row": grp, "position": pos,
+                             "image": png, "gate_passed": passed, "violations": [] if passed else ["no_sketch"],
+                             "render_unavailable": False, "paint_fraction": coverage / 2 if passed else None,
+                             "coverage": (coverage if passed else None), "reward": reward, "missing": [],
+                             "reward_gate": float(passed), "reward_length": length,
+                             "reward_judge": judge if passed else None})
+        archive.write(rows, step)
+    return run_dir

@@ -1,0 +1,169 @@
+"""The rollout archive: every rollout of a run, written as it happens, loadable with `datasets`.
+
+    OUTPUT_DIR/rollouts/README.md                         card: run config, judge, pool release
+    OUTPUT_DIR/rollouts/data/step-000012-p00-<id>.parquet one shard per reward call and process
+    OUTPUT_DIR/rollouts/superseded/...                    shards of steps redone after a resume
+
+    datasets.load_dataset("OUTPUT_DIR/rollouts", split="train")   # image decodes to PIL
+    load_rollouts("OUTPUT_DIR")                                      # pandas, for salon audit
+
+One row per completion: run, step (optimizer steps done when it was generated: the policy is
+`checkpoint` = checkpoint-<step>, or "base" at 0), group, row, subject, prompt, completion,
+code, seed, image (PNG), gate_passed, violations, each reward component in its own `reward_*`
+column (null when not computed or its scorer failed), `reward` (the total: null = missing),
+`missing` (which scorer failed), references, draw_seed, pool_release, judge, judge_version.
+A shard is written to a temporary name and renamed, so a killed run loses at most the rollouts
+of the reward call in flight. `push_rollouts` publishes the folder like a pool release.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+BASE_COLUMNS = {
+    "run": "string", "step": "int64", "checkpoint": "string", "group": "string", "row": "int64",
+    "position": "int64", "process": "int64", "subject": "string", "prompt": "string", "completion": "string",
+    "completion_chars": "int64", "code": "string", "seed": "int64", "image": "image",
+    "gate_passed": "bool", "violations": "list", "js_errors": "list", "render_ms": "int64",
+    "render_unavailable": "bool", "paint_fraction": "float64", "coverage": "float64",
+    "reward": "float64", "missing": "list", "judge_reason": "string", "references": "list",
+    "reference_tiers": "list", "draw_seed": "int64", "pool_release": "string", "judge": "string",
+    "judge_version": "string", "substituted_example": "string", "created_at": "string",
+}
+
+
+def features(reward_columns: list[str]):
+    from datasets import Features, Image, List, Value
+
+    kinds = {"string": Value("string"), "int64": Value("int64"), "float64": Value("float64"),
+             "bool": Value("bool"), "image": Image(), "list": List(Value("string"))}
+    cols = {name: kinds[kind] for name, kind in BASE_COLUMNS.items()}
+    cols.update({name: Value("float64") for name in reward_columns})
+    return Features(cols)
+
+
+class RolloutArchive:
+    """Writes shards under `folder` (OUTPUT_DIR/rollouts) with a fixed set of reward columns."""
+
+    def __init__(self, folder: str | Path, reward_columns: list[str], process_index: int = 0):
+        self.folder = Path(folder)
+        self.data = self.folder / "data"
+        self.data.mkdir(parents=True, exist_ok=True)
+        self.reward_columns = list(reward_columns)
+        self.process_index = process_index
+        self._features = features(self.reward_columns)
+
+    def write(self, rows: list[dict], step: int) -> Path | None:
+        if not rows:
+            return None
+        import pyarrow.parquet as pq
+        from datasets import Dataset
+
+        columns = {name: [row.get(name) for row in rows] for name in self._features}
+        for i, png in enumerate(columns["image"]):
+            columns["image"][i] = {"bytes": png, "path": None} if png else None
+        name = f"step-{step:06d}-p{self.process_index:02d}-{uuid.uuid4().hex[:8]}.parquet"
+        tmp = self.data / f".{name}.tmp"
+        # the table carries the features (Image, lists) in its schema metadata, so `datasets` decodes it
+        pq.write_table(Dataset.from_dict(columns, features=self._features).data.table, tmp)
+        os.replace(tmp, self.data / name)
+        return self.data / name
+
+    def supersede_from(self, step: int) -> int:
+        """Move shards of steps >= `step` aside (a resumed run redoes them); returns how many."""
+        moved = 0
+        target = self.folder / "superseded"
+        for shard in sorted(self.data.glob("step-*.parquet")):
+            if int(shard.name.split("-")[1]) >= step:
+                target.mkdir(exist_ok=True)
+                shutil.move(str(shard), target / shard.name)
+                moved += 1
+        return moved
+
+    def write_card(self, provenance: dict) -> None:
+        write_card(self.folder, provenance, self.reward_columns)
+
+
+def write_card(folder: Path, provenance: dict, reward_columns: list[str]) -> None:
+    import yaml
+    from datasets import DatasetInfo
+    from datasets.info import DatasetInfosDict
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    data = DatasetCardData(
+        license="apache-2.0", pretty_name=f"salon rollouts: {provenance.get('run')}",
+        tags=["salon", "rollouts", "grpo", "p5js", "code-painting", "reward-modeling"],
+        configs=[{"config_name": "default", "data_files": [{"split": "train", "path": "data/*.parquet"}]}],
+    )
+    DatasetInfosDict({"default": DatasetInfo(features=features(reward_columns))}).to_dataset_card_data(data)
+    body = [
+        f"# salon rollouts: {provenance.get('run')}", "",
+        "Every rollout of a GRPO run of [salon](https://github.com/) (aesthetic RL for code-painting models):",
+        "the sketch, its render, the gate verdict and every reward component, written as it happened.", "",
+        f"- policy: `{provenance.get('policy')}`",
+        f"- judge: `{provenance.get('judge')}` (prompt version `{provenance.get('judge_version')}`)",
+        f"- pool release (the reward function's references): `{provenance.get('pool_release')}`",
+        f"- reward components: {', '.join(reward_columns)}",
+        f"- salon version: {provenance.get('salon_version')}", "",
+        "A null `reward` is an infrastructure failure (`missing` says which scorer): it was not scored,",
+        "and was never counted as a bad painting.", "",
+        "## Run config", "", "```yaml", yaml.safe_dump(provenance.get("config", {}), sort_keys=False).strip(), "```",
+    ]
+    DatasetCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(body) + "\n").save(folder / "README.md")
+    (folder / "provenance.json").write_text(json.dumps(provenance, indent=2, default=str))
+
+
+def rollouts_folder(run_dir: str | Path) -> Path:
+    run_dir = Path(run_dir)
+    return run_dir if (run_dir / "data").is_dir() and not (run_dir / "rollouts").is_dir() else run_dir / "rollouts"
+
+
+def load_rollouts(run_dir: str | Path, images: bool = True):
+    """All archived rollouts of a run (superseded shards excluded) as a pandas DataFrame.
+
+    `image` holds PNG bytes (or None); with `images=False` the column is left out (fast).
+    """
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    shards = sorted((rollouts_folder(run_dir) / "data").glob("step-*.parquet"))
+    if not shards:
+        from salon.pool.errors import ConfigError
+
+        raise ConfigError([f"{run_dir}: no rollout shards under rollouts/data/ (is it a salon train output "
+                           "folder?)"], "salon audit")
+    frames = []
+    for shard in shards:
+        table = pq.read_table(shard, columns=None if images else
+                              [c for c in pq.read_schema(shard).names if c != "image"])
+        frames.append(table.to_pandas())
+    df = pd.concat(frames, ignore_index=True)
+    if images and "image" in df:
+        df["image"] = [v.get("bytes") if isinstance(v, dict) else None for v in df["image"]]
+    return df.sort_values(["step", "group", "position"], kind="stable").reset_index(drop=True)
+
+
+def push_rollouts(run_dir: str | Path, repo_id: str, *, private: bool = True, token: str | None = None,
+                  endpoint: str | None = None, message: str | None = None) -> str:
+    """Upload the archive (card + shards, not superseded ones) to a dataset repo; returns the commit id."""
+    from huggingface_hub import HfApi
+
+    from salon.pool.errors import HubError
+    from salon.pool.hub import REPO_TYPE, _hub_error
+
+    if repo_id.count("/") != 1:
+        raise HubError(f"repo id {repo_id!r} must be namespace/name, e.g. you/salon-rollouts")
+    folder = rollouts_folder(run_dir)
+    api = HfApi(endpoint=endpoint, token=token)
+    try:
+        api.create_repo(repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True)
+        info = api.upload_folder(repo_id=repo_id, repo_type=REPO_TYPE, folder_path=folder,
+                                 allow_patterns=["README.md", "provenance.json", "data/*.parquet"],
+                                 commit_message=message or f"salon rollouts of {folder.parent.name}")
+    except Exception as e:  # huggingface_hub raises HTTP, OS and value errors
+        raise _hub_error("push rollouts to", repo_id, e) from e
+    return info.oid

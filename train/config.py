@@ -1,0 +1,366 @@
+"""The trainer's config: dataclasses validated on construction, loaded from YAML with overrides.
+
+    cfg = load_config("train/configs/smoke.yaml", overrides=["grpo.max_steps=3", "output_dir=runs/x"])
+    cfg.grpo.beta, cfg.judge.references, cfg.reward.weights ...
+
+Every section checks itself in `__post_init__`; `load_config` builds all sections, collects the
+problems of every one of them (and unknown keys, and bad override syntax), and raises one
+`ConfigError` listing them all. Overrides are `dotted.key=value`, the value read as YAML
+(`grpo.beta=0.01`, `data.subjects=[koi, peony]`, `judge.kwargs.device=cuda`).
+
+Model fields take a local folder, a Hub id, or `tiny:ARCH`: a tiny random model built from a
+config into the output folder (salon.train.tiny), so `smoke.yaml` runs fully offline on a CPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from salon.pool.errors import ConfigError
+
+LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo")
+SCALE_REWARDS = ("group", "batch", "none")
+IMAGE_JUDGES = ("paint_fraction", "colourfulness", "composition")
+FIXED_COMPONENTS = ("gate", "length", "judge", "absolute")
+
+
+def _problems(cls_name: str, problems: list[str]) -> None:
+    if problems:
+        raise ConfigError(problems, cls_name)
+
+
+@dataclass
+class PolicyConfig:
+    model: str = "tiny:qwen3"  # folder, Hub id, or tiny:qwen2|qwen3
+    dtype: str = "auto"  # auto: bfloat16 on GPU, float32 on CPU
+    attn_implementation: str = "sdpa"
+    enable_thinking: bool = False  # passed to the chat template (Qwen3)
+
+    def __post_init__(self):
+        p = []
+        if not self.model:
+            p.append("policy.model is empty: give a folder, a Hub id or tiny:qwen3")
+        if self.dtype not in ("auto", "bfloat16", "float16", "float32"):
+            p.append(f"policy.dtype={self.dtype!r}: use auto, bfloat16, float16 or float32")
+        _problems("policy", p)
+
+
+@dataclass
+class LoraSettings:
+    enabled: bool = True
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.0
+    target_modules: str | list[str] = "all-linear"  # the prior art's hand list hit 10 of 40 layers
+
+    def __post_init__(self):
+        p = []
+        if self.r < 1:
+            p.append(f"lora.r={self.r}: must be at least 1")
+        if self.alpha <= 0:
+            p.append(f"lora.alpha={self.alpha}: must be positive")
+        if not 0 <= self.dropout < 1:
+            p.append(f"lora.dropout={self.dropout}: must be in [0, 1)")
+        _problems("lora", p)
+
+
+@dataclass
+class GRPOSettings:
+    learning_rate: float = 5e-5
+    lr_scheduler_type: str = "constant_with_warmup"
+    warmup_steps: int = 5
+    beta: float = 0.0  # KL coefficient; >0 loads the reference (the base model, adapters off)
+    num_generations: int = 8
+    per_device_train_batch_size: int = 8  # completions per device per micro-step
+    gradient_accumulation_steps: int = 1
+    max_completion_length: int = 4096
+    temperature: float = 1.0
+    top_p: float = 0.95  # TRL's 1.0 / 0 defaults invented ~1 method per 11 rollouts in the prior art
+    top_k: int = 20
+    scale_rewards: str = "none"  # "group" shrank survivors' advantages where rejects were common
+    loss_type: str = "dapo"
+    max_steps: int = 200
+    save_steps: int = 10
+    logging_steps: int = 1
+    report_to: list[str] = field(default_factory=lambda: ["trackio"])
+    use_cpu: bool = False
+    bf16: bool = True
+    gradient_checkpointing: bool = True
+    use_vllm: bool = False
+    extra: dict = field(default_factory=dict)  # any other GRPOConfig field, passed as is
+
+    def __post_init__(self):
+        p = []
+        if self.learning_rate <= 0:
+            p.append(f"grpo.learning_rate={self.learning_rate}: must be positive")
+        if self.beta < 0:
+            p.append(f"grpo.beta={self.beta}: the KL coefficient cannot be negative")
+        if self.num_generations < 2:
+            p.append(f"grpo.num_generations={self.num_generations}: GRPO needs at least 2 per prompt")
+        elif self.per_device_train_batch_size * self.gradient_accumulation_steps % self.num_generations:
+            p.append(f"grpo.per_device_train_batch_size x gradient_accumulation_steps = "
+                     f"{self.per_device_train_batch_size * self.gradient_accumulation_steps} must be a multiple "
+                     f"of grpo.num_generations={self.num_generations}")
+        for name in ("per_device_train_batch_size", "gradient_accumulation_steps", "max_completion_length",
+                     "max_steps", "save_steps", "logging_steps"):
+            if getattr(self, name) < 1:
+                p.append(f"grpo.{name}={getattr(self, name)}: must be at least 1")
+        if self.warmup_steps < 0:
+            p.append(f"grpo.warmup_steps={self.warmup_steps}: must be 0 or more")
+        if self.temperature <= 0:
+            p.append(f"grpo.temperature={self.temperature}: must be positive")
+        if not 0 < self.top_p <= 1:
+            p.append(f"grpo.top_p={self.top_p}: must be in (0, 1]")
+        if self.top_k < 0:
+            p.append(f"grpo.top_k={self.top_k}: must be 0 (off) or more")
+        if self.scale_rewards not in SCALE_REWARDS:
+            p.append(f"grpo.scale_rewards={self.scale_rewards!r}: use one of {', '.join(SCALE_REWARDS)}")
+        if self.loss_type not in LOSS_TYPES:
+            p.append(f"grpo.loss_type={self.loss_type!r}: use one of {', '.join(LOSS_TYPES)}")
+        if isinstance(self.report_to, str):
+            self.report_to = [self.report_to]
+        _problems("grpo", p)
+
+
+@dataclass
+class DataSettings:
+    subjects: list[str] = field(default_factory=lambda: ["peach hibiscus"])  # names from the subject book
+    subjects_file: str | None = None  # YAML subject book; default: the bundled curate/subjects.yaml
+    repeat: int = 64  # dataset rows = subjects x repeat (one row = one prompt = one group)
+
+    def __post_init__(self):
+        p = []
+        if not self.subjects:
+            p.append("data.subjects is empty: name at least one subject")
+        if self.repeat < 1:
+            p.append(f"data.repeat={self.repeat}: must be at least 1")
+        if self.subjects_file and not Path(self.subjects_file).is_file():
+            p.append(f"data.subjects_file={self.subjects_file!r}: no such file")
+        _problems("data", p)
+
+
+@dataclass
+class JudgeSettings:
+    name: str = "transformers"  # registry name or module:Class
+    model: str | None = "tiny:qwen2_5_vl"  # judge model (transformers: folder / Hub id / tiny:ARCH; openai: URL)
+    kwargs: dict = field(default_factory=dict)  # other fields of the backend's config
+    references: str = "tiny:refs"  # folder, pulled pool release, REPO@REVISION, or tiny:refs
+    k: int = 4
+    mix: dict = field(default_factory=lambda: {"love": 0.5, "okay": 0.5})
+
+    def __post_init__(self):
+        p = []
+        if not self.name:
+            p.append("judge.name is empty: use transformers, openai or module:Class")
+        if self.k < 1:
+            p.append(f"judge.k={self.k}: draw at least one reference")
+        if not self.references:
+            p.append("judge.references is empty: give a pool release (REPO@REVISION) or a folder")
+        if not self.mix or any(not isinstance(w, (int, float)) or w < 0 for w in self.mix.values()):
+            p.append(f"judge.mix={self.mix}: give non-negative tier weights, e.g. {{love: 0.5, okay: 0.5}}")
+        _problems("judge", p)
+
+
+@dataclass
+class RewardSettings:
+    # total = gate_penalty if the gate fails, else sum(weight * component); 0-weight ones are logged only
+    weights: dict = field(default_factory=lambda: {"gate": 0.05, "length": 0.05, "judge": 0.9})
+    gate_penalty: float = 0.0
+    image_judges: dict = field(default_factory=lambda: {"paint_fraction": 0.0, "composition": 0.0,
+                                                        "colourfulness": 0.0})
+    absolute: str | None = None  # an ImageJudge (registry name / module:Class) scoring 0..1; weight: weights.absolute
+    absolute_kwargs: dict = field(default_factory=dict)
+    length_min_chars: int = 600  # length component 0 below, ramps to 1 at length_full_chars,
+    length_full_chars: int = 12000  # stays 1 until length_max_chars, 0 above (the prior art's ramp
+    length_max_chars: int = 24000  # in tokens x 4)
+    smoke_examples: float = 0.0  # TESTS ONLY: share of each group whose code is swapped for a bundled example
+    smoke_example_files: list[str] = field(default_factory=list)  # which curate/examples/*.js (default: all)
+
+    def __post_init__(self):
+        p = []
+        known = set(FIXED_COMPONENTS) | set(self.image_judges)
+        for name, w in self.weights.items():
+            if name not in known:
+                p.append(f"reward.weights.{name}: unknown component; use {', '.join(sorted(known))}")
+            elif not isinstance(w, (int, float)) or w < 0:
+                p.append(f"reward.weights.{name}={w}: must be a number >= 0")
+        for name, w in self.image_judges.items():
+            if name not in IMAGE_JUDGES:
+                p.append(f"reward.image_judges.{name}: unknown; use {', '.join(IMAGE_JUDGES)}")
+            elif not isinstance(w, (int, float)) or w < 0:
+                p.append(f"reward.image_judges.{name}={w}: must be a number >= 0")
+        if self.weights.get("absolute") and not self.absolute:
+            p.append("reward.weights.absolute is set but reward.absolute names no scorer")
+        if not 0 <= self.length_min_chars < self.length_full_chars <= self.length_max_chars:
+            p.append("reward.length_*_chars: need 0 <= length_min_chars < length_full_chars <= length_max_chars")
+        if not 0 <= self.smoke_examples <= 1:
+            p.append(f"reward.smoke_examples={self.smoke_examples}: a share in [0, 1]")
+        examples = Path(__file__).resolve().parent.parent / "curate" / "examples"
+        for name in self.smoke_example_files:
+            if not (examples / name).is_file():
+                p.append(f"reward.smoke_example_files: {name} is not in curate/examples/")
+        _problems("reward", p)
+
+    def weight(self, component: str) -> float:
+        return float(self.image_judges.get(component, self.weights.get(component, 0.0)))
+
+
+@dataclass
+class RenderSettings:
+    workers: int = 1  # render processes (each owns `browsers` Chromiums)
+    browsers: int = 0  # per worker; 0 = one per core
+    timeout_s: float = 45.0
+    prefetch: bool = True  # start rendering as soon as generation returns, before TRL's logprob passes
+
+    def __post_init__(self):
+        p = []
+        if self.workers < 1:
+            p.append(f"render.workers={self.workers}: must be at least 1")
+        if self.browsers < 0:
+            p.append(f"render.browsers={self.browsers}: must be 0 (one per core) or more")
+        if self.timeout_s <= 0:
+            p.append(f"render.timeout_s={self.timeout_s}: must be positive")
+        _problems("render", p)
+
+
+@dataclass
+class ArchiveSettings:
+    hub_repo: str | None = None  # push OUTPUT_DIR/rollouts here when training ends
+    private: bool = True
+
+
+@dataclass
+class AuditSettings:
+    grid_every: int = 10  # rollout image grid every N steps (0 = never)
+    window: int = 20  # steps compared (last window vs the one before) for the alarms
+    correlation_max: float = 0.85  # flag two components correlated above this
+    saturation_std: float = 0.01  # flag a component whose std falls below this
+    reward_rise: float = 0.02  # the reward "rises" when the window mean grows by this much
+    coverage_drop: float = 0.15  # relative fall of coverage that raises an alarm
+    diversity_drop: float = 0.25  # relative fall of within-group diversity that raises an alarm
+
+    def __post_init__(self):
+        p = []
+        if self.grid_every < 0:
+            p.append(f"audit.grid_every={self.grid_every}: 0 (never) or more")
+        if self.window < 1:
+            p.append(f"audit.window={self.window}: must be at least 1")
+        if not 0 < self.correlation_max <= 1:
+            p.append(f"audit.correlation_max={self.correlation_max}: in (0, 1]")
+        _problems("audit", p)
+
+
+SECTIONS = {"policy": PolicyConfig, "lora": LoraSettings, "grpo": GRPOSettings, "data": DataSettings,
+            "judge": JudgeSettings, "reward": RewardSettings, "render": RenderSettings,
+            "archive": ArchiveSettings, "audit": AuditSettings}
+
+
+@dataclass
+class TrainConfig:
+    output_dir: str = "runs/salon"
+    run_name: str | None = None  # default: the output folder's name
+    seed: int = 0
+    resume: str | None = None  # null, "latest", or a checkpoint-N folder
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    lora: LoraSettings = field(default_factory=LoraSettings)
+    grpo: GRPOSettings = field(default_factory=GRPOSettings)
+    data: DataSettings = field(default_factory=DataSettings)
+    judge: JudgeSettings = field(default_factory=JudgeSettings)
+    reward: RewardSettings = field(default_factory=RewardSettings)
+    render: RenderSettings = field(default_factory=RenderSettings)
+    archive: ArchiveSettings = field(default_factory=ArchiveSettings)
+    audit: AuditSettings = field(default_factory=AuditSettings)
+
+    def __post_init__(self):
+        p = []
+        if not self.output_dir:
+            p.append("output_dir is empty")
+        if self.judge.name == "transformers" and not self.judge.model:
+            p.append("judge.model is required for the transformers judge")
+        if self.reward.weight("judge") == 0 and self.reward.weight("absolute") == 0 and \
+                not any(self.reward.image_judges.values()):
+            p.append("reward: every scorer has weight 0, so only gate and length would be rewarded")
+        _problems("train config", p)
+
+    @property
+    def name(self) -> str:
+        return self.run_name or Path(self.output_dir).name
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _build(cls, data, where: str, problems: list[str]):
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        problems.append(f"{where}: expected a mapping, got {type(data).__name__}")
+        return None
+    names = {f.name for f in fields(cls)}
+    unknown = sorted(set(data) - names)
+    for key in unknown:
+        problems.append(f"{where}.{key}: unknown field; known: {', '.join(sorted(names))}")
+    try:
+        return cls(**{k: v for k, v in data.items() if k in names})
+    except ConfigError as e:
+        problems.extend(e.problems)
+    except TypeError as e:
+        problems.append(f"{where}: {e}")
+    return None
+
+
+def apply_overrides(data: dict, overrides: list[str], problems: list[str]) -> dict:
+    """Set `a.b.c=value` (value parsed as YAML) in a nested dict."""
+    import yaml
+
+    for item in overrides or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            problems.append(f"override {item!r}: write key=value, e.g. grpo.beta=0.01")
+            continue
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError as e:
+            problems.append(f"override {item!r}: value is not YAML ({e})")
+            continue
+        node = data
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                problems.append(f"override {item!r}: {part} is not a section")
+                break
+        else:
+            node[parts[-1]] = value
+    return data
+
+
+def config_from_dict(data: dict, overrides: list[str] | None = None, where: str = "train config") -> TrainConfig:
+    problems: list[str] = []
+    data = apply_overrides(dict(data or {}), overrides or [], problems)
+    top = {f.name for f in fields(TrainConfig)}
+    for key in sorted(set(data) - top):
+        problems.append(f"{key}: unknown section or field; known: {', '.join(sorted(top))}")
+    sections = {name: _build(cls, data.get(name), name, problems) for name, cls in SECTIONS.items()}
+    scalars = {k: data[k] for k in top - set(SECTIONS) if k in data}
+    if problems or any(v is None for v in sections.values()):
+        raise ConfigError(problems, where)
+    try:
+        return TrainConfig(**scalars, **sections)
+    except ConfigError as e:
+        raise ConfigError(e.problems, where) from None
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError([f"{path}: no such config file (see train/configs/)"], "salon train")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError([f"{path} is not valid YAML: {e}"], "salon train") from None
+    return config_from_dict(data, overrides, where=str(path))

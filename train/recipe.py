@@ -1,0 +1,245 @@
+"""The GRPO recipe: a policy writes sketches, the reward adapter renders, gates and judges them.
+
+    salon train train/configs/smoke.yaml                      # CPU, offline, tiny models, 2 steps
+    salon train train/configs/lora_1gpu.yaml --output-dir runs/hibiscus --set judge.references=me/pool@<rev>
+    accelerate launch --config_file train/configs/accelerate_multi_gpu.yaml \\
+        -m salon.train.recipe train/configs/multi_gpu.yaml
+
+    python -m salon.train.recipe CONFIG.yaml [key=value ...]
+
+This file is meant to be read and edited: it wires the components together in the order a run
+needs them and holds no logic of its own beyond that.
+
+1. models: the policy (folder, Hub id, or a tiny random one) with a LoRA on all linear layers;
+   the pairwise judge and its references (a pinned pool release: a new release is a new reward);
+2. data: one conversational prompt per row (the curate package's painting prompt per subject);
+3. reward: `RewardAdapter` (salon.train.reward) with render worker processes and the archive;
+4. TRL's GRPOTrainer with every checkpoint kept, resumable from any of them;
+5. afterwards: the archive's dataset card, and a push to the Hub when configured.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+from salon.train.config import TrainConfig, load_config
+
+log = logging.getLogger(__name__)
+
+
+# ---- 1. models -------------------------------------------------------------------------------------
+
+
+def build_judge(cfg: TrainConfig, out: Path, device: str | None = None):
+    """The pairwise judge named by cfg.judge (a `tiny:` model is built into OUTPUT_DIR/tiny-judge)."""
+    from salon.judges.registry import load_judge
+    from salon.train.tiny import resolve_model
+
+    kwargs = dict(cfg.judge.kwargs)
+    if cfg.judge.name == "openai":
+        kwargs.setdefault("base_url", cfg.judge.model)
+    elif cfg.judge.model:
+        kwargs.setdefault("model", resolve_model(cfg.judge.model, out / "tiny-judge"))
+    if cfg.judge.name == "transformers" and device:
+        kwargs.setdefault("device", device)  # one judge replica per process, on that process's GPU
+    return load_judge(cfg.judge.name, **kwargs)
+
+
+def build_references(cfg: TrainConfig, out: Path):
+    from salon.judges.references import load_references
+    from salon.train.tiny import resolve_references
+
+    return load_references(resolve_references(cfg.judge.references, out / "tiny-refs"))
+
+
+def lora_config(cfg: TrainConfig):
+    if not cfg.lora.enabled:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
+                      target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM")
+
+
+# ---- 2. data ---------------------------------------------------------------------------------------
+
+
+def build_dataset(cfg: TrainConfig):
+    """Rows of {prompt: [system, user], subject, row}: subjects interleaved, `repeat` times each."""
+    from datasets import Dataset
+
+    from salon.curate.prompts import SubjectBook, paint_messages
+
+    book = SubjectBook.load(cfg.data.subjects_file)
+    rows = []
+    for _ in range(cfg.data.repeat):
+        for name in cfg.data.subjects:
+            messages = [{"role": m.role, "content": m.text} for m in paint_messages(book.get(name))]
+            rows.append({"prompt": messages, "subject": name, "row": len(rows)})
+    return Dataset.from_list(rows)
+
+
+# ---- 4. trainer ------------------------------------------------------------------------------------
+
+
+def grpo_args(cfg: TrainConfig, out: Path):
+    from trl import GRPOConfig
+
+    g = cfg.grpo
+    dtype = cfg.policy.dtype if cfg.policy.dtype != "auto" else ("float32" if g.use_cpu else "bfloat16")
+    return GRPOConfig(
+        output_dir=str(out), run_name=cfg.name, seed=cfg.seed,
+        learning_rate=g.learning_rate, lr_scheduler_type=g.lr_scheduler_type, warmup_steps=g.warmup_steps,
+        beta=g.beta, num_generations=g.num_generations, per_device_train_batch_size=g.per_device_train_batch_size,
+        gradient_accumulation_steps=g.gradient_accumulation_steps, max_completion_length=g.max_completion_length,
+        temperature=g.temperature, top_p=g.top_p, top_k=g.top_k, scale_rewards=g.scale_rewards,
+        loss_type=g.loss_type, max_steps=g.max_steps, logging_steps=g.logging_steps, report_to=g.report_to,
+        use_cpu=g.use_cpu, bf16=g.bf16 and not g.use_cpu, gradient_checkpointing=g.gradient_checkpointing,
+        use_vllm=g.use_vllm,
+        # every checkpoint is kept: the prior art's good checkpoints were gone when its reward hacked
+        save_strategy="steps", save_steps=g.save_steps, save_total_limit=None,
+        model_init_kwargs={"dtype": dtype, "attn_implementation": cfg.policy.attn_implementation},
+        chat_template_kwargs={"enable_thinking": cfg.policy.enable_thinking},
+        remove_unused_columns=False, dataloader_num_workers=0, log_completions=False,
+        **g.extra,
+    )
+
+
+def resume_checkpoint(cfg: TrainConfig, out: Path) -> str | None:
+    """None, the newest checkpoint-N ("latest"), or the folder given."""
+    from salon.pool.errors import ConfigError
+
+    if not cfg.resume:
+        return None
+    if cfg.resume == "latest":
+        from transformers.trainer_utils import get_last_checkpoint
+
+        last = get_last_checkpoint(str(out)) if out.is_dir() else None
+        if last is None:
+            log.info("resume=latest but %s has no checkpoint: starting fresh", out)
+        return last
+    if not (Path(cfg.resume) / "trainer_state.json").is_file():
+        raise ConfigError([f"resume={cfg.resume!r}: not a checkpoint folder (no trainer_state.json); "
+                           "use latest or an OUTPUT_DIR/checkpoint-N folder"], "salon train")
+    return cfg.resume
+
+
+def checkpoint_step(path: str | None) -> int:
+    return int(Path(path).name.rsplit("-", 1)[1]) if path else 0
+
+
+def salon_callback(cfg: TrainConfig):
+    """Writes the run config into each checkpoint and makes sure the last step is saved."""
+    import yaml
+    from transformers import TrainerCallback
+
+    text = yaml.safe_dump(cfg.to_dict(), sort_keys=False)
+
+    class SalonCallback(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step >= state.max_steps:
+                control.should_save = True  # the last step is a checkpoint too, whatever save_steps says
+            return control
+
+        def on_save(self, args, state, control, **kwargs):
+            if state.is_world_process_zero:
+                folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+                if folder.is_dir():
+                    (folder / "salon_train.yaml").write_text(text)
+            return control
+
+    return SalonCallback()
+
+
+def train(cfg: TrainConfig) -> dict:
+    """Run GRPO as configured; returns a summary (steps, checkpoints, rollouts folder)."""
+    import yaml
+    from accelerate import PartialState
+    from trl import GRPOTrainer
+
+    from salon.curate.render import RenderConfig
+    from salon.pool.card import salon_version
+    from salon.train.archive import RolloutArchive, push_rollouts
+    from salon.train.render_workers import RenderPool
+    from salon.train.reward import RewardAdapter, prefetching
+    from salon.train.tiny import resolve_model
+
+    out = Path(cfg.output_dir)
+    state = PartialState()
+    if state.is_main_process:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "salon_train.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        resolve_model(cfg.policy.model, out / "tiny-policy")
+        if cfg.judge.name != "openai" and cfg.judge.model:
+            resolve_model(cfg.judge.model, out / "tiny-judge")
+    state.wait_for_everyone()  # tiny models are built once, by the main process
+
+    policy = resolve_model(cfg.policy.model, out / "tiny-policy")
+    device = f"cuda:{state.local_process_index}" if state.device.type == "cuda" else None
+    judge = build_judge(cfg, out, device)
+    refs = build_references(cfg, out)
+    absolute = None
+    if cfg.reward.absolute:
+        from salon.judges.registry import load_judge
+
+        absolute = load_judge(cfg.reward.absolute, **cfg.reward.absolute_kwargs)
+
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(policy)
+    checkpoint = resume_checkpoint(cfg, out)
+    render = RenderPool(RenderConfig(browsers=cfg.render.browsers, timeout_s=cfg.render.timeout_s),
+                        workers=cfg.render.workers)
+    adapter = RewardAdapter(cfg.reward, judge=judge, references=refs, render=render, k=cfg.judge.k,
+                            mix=cfg.judge.mix, seed=cfg.seed, run=cfg.name, audit_settings=cfg.audit,
+                            audit_dir=out / "audit", process_index=state.process_index, absolute=absolute)
+    archive = adapter.archive = RolloutArchive(out / "rollouts", adapter.reward_columns, state.process_index)
+    provenance = {"run": cfg.name, "policy": cfg.policy.model, "judge": judge.name,
+                  "judge_version": getattr(judge, "prompt_version", None), "pool_release": refs.release,
+                  "references": refs.source, "salon_version": salon_version(), "config": cfg.to_dict()}
+    if state.is_main_process:
+        if checkpoint:  # the steps after the checkpoint are redone: their old rollouts move aside
+            moved = archive.supersede_from(checkpoint_step(checkpoint))
+            log.info("resuming from %s; %d rollout shard(s) of later steps moved to superseded/", checkpoint, moved)
+        archive.write_card(provenance)
+
+    trainer = GRPOTrainer(model=policy, reward_funcs=[adapter], args=grpo_args(cfg, out),
+                          train_dataset=build_dataset(cfg), processing_class=tokenizer,
+                          peft_config=lora_config(cfg), callbacks=[salon_callback(cfg)])
+    if cfg.render.prefetch:
+        # TRL has no hook between generation and reward; wrapping its _generate lets rendering start
+        # while TRL computes log-probabilities on the GPU
+        trainer._generate = prefetching(trainer._generate, adapter, trainer)
+    render.start()
+    try:
+        trainer.train(resume_from_checkpoint=checkpoint)
+    finally:
+        render.close()
+    summary = {"output_dir": str(out), "global_step": trainer.state.global_step,
+               "checkpoints": sorted(p.name for p in out.glob("checkpoint-*")),
+               "rollouts": str(archive.folder), "log_history": trainer.state.log_history}
+    if state.is_main_process:
+        archive.write_card(provenance)
+        if cfg.archive.hub_repo:
+            summary["rollouts_commit"] = push_rollouts(out, cfg.archive.hub_repo, private=cfg.archive.private)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m salon.train.recipe CONFIG.yaml [key=value ...]` (what `accelerate launch` runs)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        print(__doc__)
+        return 2
+    logging.basicConfig(level=os.environ.get("SALON_LOG", "INFO"))
+    summary = train(load_config(argv[0], argv[1:]))
+    print(f"trained to step {summary['global_step']}; checkpoints in {summary['output_dir']}; "
+          f"rollouts in {summary['rollouts']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

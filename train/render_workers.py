@@ -1,0 +1,206 @@
+"""Render workers: long-lived processes that own the render sandbox, fed through queues.
+
+    with RenderPool(RenderConfig(browsers=2), workers=1) as pool:
+        futures = [pool.submit(code, seed) for code, seed in items]   # returns at once
+        results = [f.result() for f in futures]                       # RenderResult each
+
+Why processes: the trainer's process is busy with the GPU (generation, the judge's forward
+passes, the optimiser step) and Python's GIL; a worker process runs its own asyncio loop with
+one `Renderer` (a few Chromium browsers), so paintings render while the trainer does other work,
+and a crash in the browser machinery never takes the trainer down.
+
+A future always resolves to a `RenderResult`, never an exception: a worker that dies, a
+request that outlives `deadline_s`, or a pool that is closed gives `RenderResult.infra(...)`,
+an infrastructure failure that the reward adapter turns into a missing score (never a bad
+painting). A dead worker is restarted on the next submit.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import multiprocessing as mp
+import queue
+import threading
+from concurrent.futures import Future, InvalidStateError
+
+from salon.curate.render import RenderConfig, RenderResult
+
+log = logging.getLogger(__name__)
+
+_STOP = None
+
+
+def _worker_main(config: RenderConfig, requests, results) -> None:
+    """Worker process: one asyncio loop, one Renderer, requests rendered concurrently."""
+    import asyncio
+
+    from salon.curate.render import Renderer
+
+    async def serve():
+        loop = asyncio.get_running_loop()
+        async with Renderer(config) as renderer:
+            results.put(("ready", None))
+
+            async def one(rid, code, seed, timeout_s):
+                try:
+                    res = await renderer.render(code, seed, timeout_s)
+                except Exception as e:  # the sandbox promises not to raise; keep the promise here too
+                    res = RenderResult.infra(f"render_unavailable: worker error: {type(e).__name__}: {e}")
+                results.put((rid, res))
+
+            tasks = set()
+            while True:
+                item = await loop.run_in_executor(None, requests.get)
+                if item is _STOP:
+                    break
+                task = asyncio.create_task(one(*item))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+            if tasks:
+                await asyncio.gather(*tasks)
+
+    try:
+        asyncio.run(serve())
+    except Exception as e:  # browser could not start at all: say so, the pool answers infra
+        results.put(("failed", f"{type(e).__name__}: {e}"))
+
+
+class _Worker:
+    def __init__(self, ctx, config: RenderConfig, on_result):
+        self.requests = ctx.Queue()
+        self.results = ctx.Queue()
+        self.process = ctx.Process(target=_worker_main, args=(config, self.requests, self.results),
+                                   daemon=True, name="salon-render")
+        self.process.start()
+        self.pending: dict[int, Future] = {}
+        self.lock = threading.Lock()
+        self.failed: str | None = None
+        self._on_result = on_result
+        self.reader = threading.Thread(target=self._read, daemon=True, name="salon-render-reader")
+        self.reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                rid, payload = self.results.get(timeout=1.0)
+            except queue.Empty:
+                if not self.process.is_alive():
+                    self._fail_all(f"render worker exited (code {self.process.exitcode})")
+                    return
+                continue
+            except (EOFError, OSError):
+                self._fail_all("render worker queue closed")
+                return
+            if rid == "ready":
+                continue
+            if rid == "failed":
+                self._fail_all(f"render worker could not start: {payload}")
+                return
+            with self.lock:
+                fut = self.pending.pop(rid, None)
+            if fut is not None and _resolve(fut, payload):
+                self._on_result(payload)
+
+    def _fail_all(self, reason: str) -> None:
+        self.failed = reason
+        with self.lock:
+            pending, self.pending = self.pending, {}
+        for fut in pending.values():
+            _resolve(fut, RenderResult.infra(f"render_unavailable: {reason}"))
+
+    @property
+    def alive(self) -> bool:
+        return self.failed is None and self.process.is_alive()
+
+    def submit(self, rid: int, code, seed: int, timeout_s: float | None, fut: Future) -> None:
+        with self.lock:
+            self.pending[rid] = fut
+        self.requests.put((rid, code, int(seed), timeout_s))
+
+    def close(self, wait_s: float = 30.0) -> None:
+        try:
+            self.requests.put(_STOP)
+        except (OSError, ValueError):
+            pass
+        self.process.join(wait_s)
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join(5)
+        self._fail_all("render pool closed")
+
+
+class RenderPool:
+    """`workers` processes, each with a Renderer of `config`; requests go round-robin."""
+
+    def __init__(self, config: RenderConfig | None = None, workers: int = 1, deadline_s: float | None = None):
+        self.config = config or RenderConfig()
+        self.n = max(1, workers)
+        # a request that never comes back (wedged worker) still resolves: infra, after the deadline
+        self.deadline_s = deadline_s or 4 * self.config.timeout_s + 60
+        self._ctx = mp.get_context("spawn")  # never fork a process that holds CUDA or torch threads
+        self._workers: list[_Worker] = []
+        self._ids = itertools.count()
+        self._next = itertools.cycle(range(self.n))
+        self._lock = threading.Lock()
+        self.rendered = 0
+        self.unavailable = 0
+
+    def __enter__(self) -> "RenderPool":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def start(self) -> None:
+        with self._lock:
+            if not self._workers:
+                self._workers = [self._spawn() for _ in range(self.n)]
+
+    def _spawn(self) -> _Worker:
+        return _Worker(self._ctx, self.config, self._count)
+
+    def _count(self, result: RenderResult) -> None:
+        self.rendered += 1
+        self.unavailable += bool(result.unavailable)
+
+    def submit(self, code: str | None, seed: int = 0, timeout_s: float | None = None) -> Future:
+        """Start rendering now; the future resolves to a RenderResult (infra on any failure)."""
+        self.start()
+        fut: Future = Future()
+        with self._lock:
+            slot = next(self._next)
+            worker = self._workers[slot]
+            if not worker.alive:
+                log.warning("render worker %d is down (%s): restarting it", slot, worker.failed)
+                worker.close(1)
+                worker = self._workers[slot] = self._spawn()
+            rid = next(self._ids)
+        worker.submit(rid, code, seed, timeout_s, fut)
+        _watchdog(fut, self.deadline_s)
+        return fut
+
+    def close(self) -> None:
+        with self._lock:
+            workers, self._workers = self._workers, []
+        for w in workers:
+            w.close()
+
+
+def _watchdog(fut: Future, deadline_s: float) -> None:
+    """Resolve `fut` as infrastructure failure if nothing answered within `deadline_s`."""
+    timer = threading.Timer(deadline_s, lambda: _resolve(
+        fut, RenderResult.infra(f"render_unavailable: no answer within {deadline_s:g} s")))
+    timer.daemon = True
+    timer.start()
+    fut.add_done_callback(lambda _: timer.cancel())
+
+
+def _resolve(fut: Future, result: RenderResult) -> bool:
+    """Set the result unless another thread (reader, watchdog, close) already did."""
+    try:
+        fut.set_result(result)
+        return True
+    except InvalidStateError:
+        return False
