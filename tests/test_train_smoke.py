@@ -23,6 +23,7 @@ def offline(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("HF_HUB_OFFLINE", "1")
     mp.setenv("HF_HOME", str(tmp_path_factory.mktemp("hf")))
+    mp.setenv("TRACKIO_DIR", str(tmp_path_factory.mktemp("trackio")))
     yield
     mp.undo()
 
@@ -30,7 +31,8 @@ def offline(tmp_path_factory):
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("smoke") / "run"
-    assert main(["train", SMOKE, "--output-dir", str(out), "--max-steps", "2", "--save-steps", "1"]) == 0
+    assert main(["train", SMOKE, "--output-dir", str(out), "--max-steps", "2", "--save-steps", "1",
+                 "--set", "grpo.report_to=[trackio]"]) == 0
     lora_after_2 = lora_weights(out / "checkpoint-2")
     assert main(["train", SMOKE, "--output-dir", str(out), "--max-steps", "3", "--resume", "latest"]) == 0
     return {"out": out, "lora_after_2": lora_after_2}
@@ -50,6 +52,16 @@ def test_a_checkpoint_per_step_and_resume(run):
     state = json.loads((out / "checkpoint-3" / "trainer_state.json").read_text())
     assert state["global_step"] == 3
     assert any("salon/gate_pass" in entry for entry in state["log_history"])
+
+
+def test_metrics_reach_trackio_locally(run):
+    import os
+    import sqlite3
+
+    db = Path(os.environ["TRACKIO_DIR"]) / "salon.db"  # project "salon"
+    rows = sqlite3.connect(db).execute("select step, metrics from metrics").fetchall()
+    logged = [json.loads(m) for _, m in rows]
+    assert any({"train/salon/gate_pass", "train/salon/judge/mean", "train/salon/none"} <= set(m) for m in logged)
 
 
 def test_parameters_change(run):

@@ -92,6 +92,7 @@ def grpo_args(cfg: TrainConfig, out: Path):
     dtype = cfg.policy.dtype if cfg.policy.dtype != "auto" else ("float32" if g.use_cpu else "bfloat16")
     return GRPOConfig(
         output_dir=str(out), run_name=cfg.name, seed=cfg.seed,
+        project=g.extra.get("project", "salon"),  # trackio's project (transformers' default is "huggingface")
         learning_rate=g.learning_rate, lr_scheduler_type=g.lr_scheduler_type, warmup_steps=g.warmup_steps,
         beta=g.beta, num_generations=g.num_generations, per_device_train_batch_size=g.per_device_train_batch_size,
         gradient_accumulation_steps=g.gradient_accumulation_steps, max_completion_length=g.max_completion_length,
@@ -104,7 +105,7 @@ def grpo_args(cfg: TrainConfig, out: Path):
         model_init_kwargs={"dtype": dtype, "attn_implementation": cfg.policy.attn_implementation},
         chat_template_kwargs={"enable_thinking": cfg.policy.enable_thinking},
         remove_unused_columns=False, dataloader_num_workers=0, log_completions=False,
-        **g.extra,
+        **{k: v for k, v in g.extra.items() if k != "project"},
     )
 
 
