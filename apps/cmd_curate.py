@@ -38,7 +38,7 @@ def add_parser(sub) -> None:
     gen.add_argument("--temperature", type=float, action="append", dest="temperatures",
                      help="repeat to cycle several (default 0.6, 0.9, 1.1)")
     gen.add_argument("--top-p", type=float, default=0.95)
-    gen.add_argument("--browsers", type=int, default=0, help="render browsers (0: one per core)")
+    gen.add_argument("--browsers", type=int, default=0, help="render browsers (0: one per two cores)")
     gen.add_argument("--json", action="store_true", help="print the counts as JSON")
     gen.set_defaults(run=run_generate)
 

@@ -26,7 +26,7 @@ def add_parser(sub) -> None:
     p.add_argument("--size", type=int, default=600, help="canvas side in pixels (default 600)")
     p.add_argument("--timeout", type=float, default=45.0, metavar="SECONDS", help="per sketch (default 45)")
     p.add_argument("--out-dir", default=DEFAULT_OUT, metavar="DIR", help=f"where PNGs go (default ./{DEFAULT_OUT})")
-    p.add_argument("--browsers", type=int, default=0, help="parallel browsers (default: one per core)")
+    p.add_argument("--browsers", type=int, default=0, help="parallel browsers (default: one per two cores)")
     p.add_argument("--json", action="store_true", help="one JSON object per input on its own line")
     p.set_defaults(run=run)
 

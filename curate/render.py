@@ -8,7 +8,8 @@
     results = render_sketches([code_a, code_b], seeds=0)          # sync helper
 
 Design (DESIGN.md "Render sandbox"): a few long-lived browsers (SwiftShader serialises inside
-one browser's GPU process, so parallelism comes from browsers, not pages); every sketch gets
+one browser's GPU process, so parallelism comes from browsers, not pages; one render already
+keeps about 1.8 cores busy, so the default is one browser per two cores); every sketch gets
 a fresh browser context and page (separate renderer process, storage and network routing);
 pages are pre-warmed (p5 and p5.brush already parsed) while other sketches render, so a
 sketch's time is its own; every request except the in-memory libraries is refused and
@@ -41,7 +42,7 @@ _JS = "text/javascript; charset=utf-8"
 class RenderConfig:
     size: int = 600  # canvas is forced to size x size at pixel density 1
     timeout_s: float = 45.0  # hard limit per sketch, page load excluded (heavy paintings take 10+ s on 2 cores)
-    browsers: int = 0  # 0 = one per core (measured best on 2 cores: benchmarks/bench_render.py)
+    browsers: int = 0  # 0 = one per two cores: one SwiftShader render keeps ~1.8 cores busy (bench_render.py --sweep)
     pages_per_browser: int = 1  # sketches in flight per browser
     recycle_after: int = 200  # renders before a browser is replaced (keeps memory flat)
     render_rejects: bool = False  # render sketches the static gate already rejected
@@ -55,7 +56,7 @@ class RenderConfig:
         if self.timeout_s <= 0:
             problems.append(f"timeout_s must be positive, got {self.timeout_s}")
         if self.browsers < 0:
-            problems.append(f"browsers must be >= 0 (0 = one per core), got {self.browsers}")
+            problems.append(f"browsers must be >= 0 (0 = one per two cores), got {self.browsers}")
         if self.pages_per_browser < 1:
             problems.append(f"pages_per_browser must be >= 1, got {self.pages_per_browser}")
         if self.recycle_after < 1:
@@ -65,7 +66,7 @@ class RenderConfig:
 
     @property
     def browser_count(self) -> int:
-        return self.browsers or max(1, os.cpu_count() or 1)
+        return self.browsers or max(1, (os.cpu_count() or 1) // 2)
 
 
 @dataclass

@@ -210,7 +210,7 @@ class RewardSettings:
 @dataclass
 class RenderSettings:
     workers: int = 1  # render processes (each owns `browsers` Chromiums)
-    browsers: int = 0  # per worker; 0 = one per core
+    browsers: int = 0  # per worker; 0 = one per two cores
     timeout_s: float = 45.0
     prefetch: bool = True  # start rendering as soon as generation returns, before TRL's logprob passes
 
@@ -219,7 +219,7 @@ class RenderSettings:
         if self.workers < 1:
             p.append(f"render.workers={self.workers}: must be at least 1")
         if self.browsers < 0:
-            p.append(f"render.browsers={self.browsers}: must be 0 (one per core) or more")
+            p.append(f"render.browsers={self.browsers}: must be 0 (one per two cores) or more")
         if self.timeout_s <= 0:
             p.append(f"render.timeout_s={self.timeout_s}: must be positive")
         _problems("render", p)
