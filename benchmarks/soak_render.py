@@ -25,7 +25,7 @@ from proctree import tree_pss_mb
 from salon.curate.render import Renderer, RenderConfig
 
 ROOT = Path(__file__).resolve().parent.parent
-GOOD = ["hibiscus_01_sketch", "hibiscus_03_layered", "jellyfish_01_bell", "still_02_teacup",
+GOOD = ["hibiscus_02_five_petals", "hibiscus_03_layered", "jellyfish_01_bell", "still_02_teacup",
         "mountain_02_collapse", "koi_01_pond", "still_01_pears"]
 HOSTILE_TIMEOUT_S = 5.0
 
