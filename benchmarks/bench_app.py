@@ -17,7 +17,6 @@ holds (one per acknowledged key). Targets: paint median <= 20 ms and p95 <= 35 m
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import socket
 import statistics
@@ -27,22 +26,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-from PIL import Image
-
+from bench_pool import painting  # benchmarks/ is on sys.path when run as a script
 from salon.pool import Candidate, Pool
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  "--disable-background-networking", "--no-first-run"]
-
-
-def painting(i: int, size: int = 256) -> bytes:
-    rng = np.random.default_rng(i)
-    blocks = rng.integers(0, 256, size=(8, 8, 3), dtype=np.uint8)
-    pixels = np.kron(blocks, np.ones((size // 8, size // 8, 1), dtype=np.uint8))
-    buf = io.BytesIO()
-    Image.fromarray(pixels).save(buf, "PNG")
-    return buf.getvalue()
 
 
 def build_pool(folder: Path, n: int) -> None:
@@ -50,7 +38,7 @@ def build_pool(folder: Path, n: int) -> None:
     with Pool.open(folder) as pool:
         pool.add_candidates(
             Candidate(code=code % i, seed=i, subject=f"subject {i % 5}", model=f"bench:m{i % 3}",
-                      ok=True, png=painting(i), paint_fraction=0.5, render_ms=1000)
+                      ok=True, png=painting(i, 256), paint_fraction=0.5, render_ms=1000)
             for i in range(n))
 
 
