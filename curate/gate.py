@@ -116,7 +116,7 @@ def static_violations(code: str | None) -> list[str]:
     found: set[str] = set()
     if not _ENTRY_RE.search(bare):
         found.add("no_sketch")
-    if _BRACES_UNBALANCED(bare):
+    if _braces_unbalanced(bare):
         found.add("syntax_error")
     if "createCanvas" in bare and not _WEBGL_RE.search(bare):
         found.add("not_webgl")
@@ -134,7 +134,7 @@ def static_violations(code: str | None) -> list[str]:
     return [v for v in VIOLATIONS if v in found]
 
 
-def _BRACES_UNBALANCED(bare: str) -> bool:
+def _braces_unbalanced(bare: str) -> bool:
     """Truncated replies end mid-block; the browser would report it too, but cheaper here."""
     depth = 0
     for ch in bare:
@@ -145,12 +145,6 @@ def _BRACES_UNBALANCED(bare: str) -> bool:
             if depth < 0:
                 return True
     return depth != 0
-
-
-def unknown_brush_methods(code: str) -> list[str]:
-    """The invented `brush.*` names in a sketch (for messages and stats)."""
-    _, bare = strip_comments(code)
-    return sorted(set(_BRUSH_CALL_RE.findall(bare)) - BRUSH_API)
 
 
 BLANK_PAINT_FRACTION = 0.005  # below this share of painted pixels the canvas counts as blank
