@@ -116,7 +116,7 @@ def test_kappa_values():
     # Cohen: 4 items, agree on 3 -> po=.75; marginals a: love 2 okay 2, b: love 1 okay 3 -> pe=.5
     pairs = [("love", "love"), ("okay", "okay"), ("okay", "okay"), ("love", "okay")]
     assert cohen_kappa(pairs) == pytest.approx(0.5)
-    assert cohen_kappa([("love", "love"), ("love", "love")]) == 1.0  # one tier, full agreement
+    assert cohen_kappa([("love", "love"), ("love", "love")]) == pytest.approx(1.0)  # one tier, full agreement
     # Fleiss, 3 raters x 2 items, full agreement in two tiers -> 1; all-different -> negative
     assert fleiss_kappa([["love"] * 3, ["nope"] * 3]) == pytest.approx(1.0)
     assert fleiss_kappa([["love", "okay", "nope"], ["okay", "nope", "love"]]) < 0
