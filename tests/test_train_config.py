@@ -46,3 +46,36 @@ def test_cli_flags_become_overrides():
                                       "--save-steps", "1", "--resume", "latest", "--set", "grpo.beta=0.1"])
     assert overrides(args) == ["output_dir=d", "grpo.max_steps=3", "grpo.save_steps=1", "resume=latest",
                                "grpo.beta=0.1"]
+
+
+def test_a_reward_weight_given_with_set_takes_effect():
+    """An image judge's weight given on the command line is used (it was read from a 0-filled dict)."""
+    from salon.apps.cli import build_parser
+    from salon.apps.cmd_train import overrides
+
+    args = build_parser().parse_args(["train", "c.yaml", "--set", "reward.weights.colourfulness=0.2"])
+    for name in ("lora_1gpu.yaml", "multi_gpu.yaml"):
+        reward = load_config(CONFIGS / name, overrides(args)).reward
+        assert reward.weight("colourfulness") == pytest.approx(0.2)
+        assert reward.weight("judge") == pytest.approx(0.9)  # the config's other weights stay
+    # a config that names no weights: the defaults stay next to the one given
+    reward = config_from_dict({}, overrides(args)).reward
+    assert reward.weight("colourfulness") == pytest.approx(0.2) and reward.weight("judge") == pytest.approx(0.9)
+
+
+@pytest.mark.parametrize("override, needle", [
+    ("reward.image_judges.colourfulness=0.2", "give their weights under reward.weights"),
+    ("reward.weights.colorfulness=0.2", "reward.weights.colorfulness: unknown component"),
+    ("reward.weights.judge=-1", "must be a number >= 0"),
+])
+def test_a_reward_weight_that_cannot_take_effect_is_refused_with_why(override, needle):
+    with pytest.raises(ConfigError) as e:
+        load_config(CONFIGS / "multi_gpu.yaml", [override])
+    assert needle in str(e.value)
+
+
+def test_a_weight_for_an_image_judge_that_is_not_computed_is_refused():
+    with pytest.raises(ConfigError) as e:
+        load_config(CONFIGS / "lora_1gpu.yaml", ["reward.image_judges=[paint_fraction]",
+                                                 "reward.weights.colourfulness=0.2"])
+    assert "does not compute colourfulness" in str(e.value)

@@ -24,6 +24,7 @@ LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo")
 SCALE_REWARDS = ("group", "batch", "none")
 IMAGE_JUDGES = ("paint_fraction", "colourfulness", "composition")
 FIXED_COMPONENTS = ("gate", "length", "judge", "absolute")
+DEFAULT_WEIGHTS = {"gate": 0.05, "length": 0.05, "judge": 0.9}
 
 
 def _problems(cls_name: str, problems: list[str]) -> None:
@@ -165,11 +166,12 @@ class JudgeSettings:
 
 @dataclass
 class RewardSettings:
-    # total = gate_penalty if the gate fails, else sum(weight * component); 0-weight ones are logged only
-    weights: dict = field(default_factory=lambda: {"gate": 0.05, "length": 0.05, "judge": 0.9})
+    # total = gate_penalty if the gate fails, else sum(weight * component); 0-weight ones are logged only.
+    # `weights` is the one place a weight is given; components it does not name keep DEFAULT_WEIGHTS,
+    # so `--set reward.weights.colourfulness=0.2` adds a weight without dropping the judge's
+    weights: dict = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     gate_penalty: float = 0.0
-    image_judges: dict = field(default_factory=lambda: {"paint_fraction": 0.0, "composition": 0.0,
-                                                        "colourfulness": 0.0})
+    image_judges: list[str] = field(default_factory=lambda: list(IMAGE_JUDGES))  # computed and logged
     absolute: str | None = None  # an ImageJudge (registry name / module:Class) scoring 0..1; weight: weights.absolute
     absolute_kwargs: dict = field(default_factory=dict)
     length_min_chars: int = 600  # length component 0 below, ramps to 1 at length_full_chars,
@@ -180,31 +182,36 @@ class RewardSettings:
 
     def __post_init__(self):
         p = []
-        known = set(FIXED_COMPONENTS) | set(self.image_judges)
+        if not 0 <= self.smoke_examples <= 1:
+            p.append(f"reward.smoke_examples={self.smoke_examples}: a share in [0, 1]")
+        if isinstance(self.image_judges, dict):
+            p.append("reward.image_judges lists the image judges to compute (e.g. [paint_fraction, "
+                     "colourfulness]); give their weights under reward.weights, e.g. reward.weights.colourfulness=0.2")
+            self.image_judges = list(self.image_judges)
+        for name in self.image_judges:
+            if name not in IMAGE_JUDGES:
+                p.append(f"reward.image_judges: {name} is unknown; use {', '.join(IMAGE_JUDGES)}")
+        if not isinstance(self.weights, dict):
+            p.append(f"reward.weights={self.weights!r}: give a mapping, e.g. {{judge: 0.9, colourfulness: 0.1}}")
+            self.weights = {}
+        self.weights = {**DEFAULT_WEIGHTS, **self.weights}
+        known = FIXED_COMPONENTS + IMAGE_JUDGES
         for name, w in self.weights.items():
             if name not in known:
-                p.append(f"reward.weights.{name}: unknown component; use {', '.join(sorted(known))}")
-            elif not isinstance(w, (int, float)) or w < 0:
+                p.append(f"reward.weights.{name}: unknown component; use {', '.join(known)}")
+            elif isinstance(w, bool) or not isinstance(w, (int, float)) or w < 0:
                 p.append(f"reward.weights.{name}={w}: must be a number >= 0")
-        for name, w in self.image_judges.items():
-            if name not in IMAGE_JUDGES:
-                p.append(f"reward.image_judges.{name}: unknown; use {', '.join(IMAGE_JUDGES)}")
-            elif not isinstance(w, (int, float)) or w < 0:
-                p.append(f"reward.image_judges.{name}={w}: must be a number >= 0")
+            elif w > 0 and name in IMAGE_JUDGES and name not in self.image_judges:
+                p.append(f"reward.weights.{name}={w}, but reward.image_judges={self.image_judges} does not "
+                         f"compute {name}: add it there, or set its weight to 0")
         if self.weights.get("absolute") and not self.absolute:
             p.append("reward.weights.absolute is set but reward.absolute names no scorer")
         if not 0 <= self.length_min_chars < self.length_full_chars <= self.length_max_chars:
             p.append("reward.length_*_chars: need 0 <= length_min_chars < length_full_chars <= length_max_chars")
-        if not 0 <= self.smoke_examples <= 1:
-            p.append(f"reward.smoke_examples={self.smoke_examples}: a share in [0, 1]")
-        examples = Path(__file__).resolve().parent.parent / "curate" / "examples"
-        for name in self.smoke_example_files:
-            if not (examples / name).is_file():
-                p.append(f"reward.smoke_example_files: {name} is not in curate/examples/")
         _problems("reward", p)
 
     def weight(self, component: str) -> float:
-        return float(self.image_judges.get(component, self.weights.get(component, 0.0)))
+        return float(self.weights.get(component, 0.0))
 
 
 @dataclass
@@ -279,8 +286,7 @@ class TrainConfig:
             p.append("output_dir is empty")
         if self.judge.name == "transformers" and not self.judge.model:
             p.append("judge.model is required for the transformers judge")
-        if self.reward.weight("judge") == 0 and self.reward.weight("absolute") == 0 and \
-                not any(self.reward.image_judges.values()):
+        if not any(self.reward.weight(c) for c in ("judge", "absolute", *IMAGE_JUDGES)):
             p.append("reward: every scorer has weight 0, so only gate and length would be rewarded")
         _problems("train config", p)
 
