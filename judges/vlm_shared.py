@@ -155,10 +155,11 @@ class SharedRunner:
         pv = torch.cat(pixel_values).to(self.device, self.visual.dtype)
         thw = torch.cat(grids).to(self.device)
         out = self.model.model.get_image_features(pv, thw, return_dict=True)
-        embeds = getattr(out, "pooler_output", out)
-        if isinstance(embeds, torch.Tensor):
-            embeds = torch.split(embeds, (thw.prod(-1) // self.merge**2).tolist())
-        deep = getattr(out, "deepstack_features", None)
+        sizes = (thw.prod(-1) // self.merge**2).tolist()
+        embeds = _per_image(getattr(out, "pooler_output", out), sizes)
+        # Qwen3-VL's deepstack features come back split per image from transformers 5.24 on, and as
+        # one tensor per layer (all images' tokens concatenated) before: split them the same way
+        deep = [_per_image(layer, sizes) for layer in getattr(out, "deepstack_features", None) or []]
         result = []
         for i, e in enumerate(embeds):
             t, h, w = (int(x) for x in thw[i])
@@ -253,6 +254,17 @@ class SharedRunner:
             for c, value in zip(chunk, p):
                 probs[c] = value
         return probs
+
+
+def _per_image(features, sizes: list[int]) -> list[torch.Tensor]:
+    """One [tokens, hidden] tensor per image, whether transformers split them already or not."""
+    if isinstance(features, torch.Tensor):
+        return list(torch.split(features, sizes))
+    features = list(features)
+    if [f.shape[0] for f in features] != sizes:
+        raise ValueError(f"vision tower returned {[f.shape[0] for f in features]} tokens per image, "
+                         f"expected {sizes}")
+    return features
 
 
 def _pad_to(t: torch.Tensor, width: int, dim: int = 1) -> torch.Tensor:

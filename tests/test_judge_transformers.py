@@ -110,6 +110,31 @@ def test_prefix_sharing_equals_the_stock_forward_pass(arch, images):
     assert p_stock.std() > 0  # the images matter, so equality is not two constants agreeing
 
 
+@pytest.mark.parametrize("max_batch_tokens", [1, 100_000], ids=["one-image-per-encode", "all-images-at-once"])
+def test_qwen3_vl_deepstack_features_returned_unsplit_give_the_stock_scores(max_batch_tokens, images):
+    """transformers before 5.24 hands Qwen3-VL's deepstack features back as one tensor per layer
+    (every image's tokens concatenated); the shared path splits them by grid size itself."""
+    import torch
+
+    folder = str(tiny_vl("qwen3_vl"))
+    shared = TransformersPairwiseJudge(model=folder, sharing="on", max_batch_tokens=max_batch_tokens)
+    inner = shared.model.model
+    split_features = inner.get_image_features
+
+    def as_before_5_24(*args, **kwargs):
+        out = split_features(*args, **kwargs)
+        assert isinstance(out.deepstack_features[0], (tuple, list))  # what 5.24 does; undone below
+        out.deepstack_features = [torch.cat(list(layer)) for layer in out.deepstack_features]
+        return out
+
+    inner.get_image_features = as_before_5_24
+    stock = TransformersPairwiseJudge(model=folder, sharing="off")
+    pairs = [(a, b) for a in images[:3] for b in images[:3] if a is not b]
+    p_shared, p_stock = shared.first_wins(pairs), stock.first_wins(pairs)
+    assert None not in p_shared
+    np.testing.assert_allclose(p_shared, p_stock, rtol=0, atol=1e-5)
+
+
 def test_repeated_calls_agree_with_and_without_the_reference_cache(judge, images):
     cands, refs = images[:2], refs_of(images[2:4])
     judge._refs.clear()
