@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 import sys
 
+from salon.pool.paint import BLANK_FRACTION
+
 # Stable codes (DESIGN.md). Order is the order they are reported in.
 VIOLATIONS = (
     "no_sketch",
@@ -147,13 +149,10 @@ def _braces_unbalanced(bare: str) -> bool:
     return depth != 0
 
 
-BLANK_PAINT_FRACTION = 0.005  # below this share of painted pixels the canvas counts as blank
-
-
 def verdict(static: list[str], runtime: list[str], paint_fraction: float | None) -> list[str]:
     """Merge static and page-reported codes, add `blank_canvas`, in stable order."""
     found = set(static) | set(runtime)
-    if paint_fraction is not None and paint_fraction < BLANK_PAINT_FRACTION:
+    if paint_fraction is not None and paint_fraction < BLANK_FRACTION:
         found.add("blank_canvas")
     return [v for v in VIOLATIONS if v in found]
 

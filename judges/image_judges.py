@@ -1,6 +1,6 @@
 """Image judges: measurements of a painting on its own, and of a group's diversity (numpy only).
 
-    paint_fraction(img)      share of the canvas that differs from the paper (0..1)
+    paint_fraction(img)      share of the canvas that differs from the paper (0..1), the pool's measure
     colourfulness(img)       Hasler-Suesstrunk colourfulness (0 grey; ~33 moderate; >80 extreme)
     composition(img)         where the paint sits: 4x4 grid, coverage, upper/lower half, centroid
     diversity(imgs)          mean pairwise distance of small thumbnails (0 identical .. 1)
@@ -20,6 +20,7 @@ import numpy as np
 from PIL import Image
 
 from salon.judges.verdict import as_rgb
+from salon.pool import paint as pool_paint
 
 GRID = 4
 CELL_PAINTED = 0.15  # a cell counts as painted when this share of it is paint
@@ -30,24 +31,13 @@ def _rgb(image: Image.Image) -> np.ndarray:
     return np.asarray(as_rgb(image), dtype=np.int16)
 
 
-def paper_colour(arr: np.ndarray) -> np.ndarray:
-    """The most common colour (quantised to 16 levels a channel): the paper, unless it is all painted."""
-    q = (arr // 16).reshape(-1, 3)
-    codes = q[:, 0] * 256 + q[:, 1] * 16 + q[:, 2]
-    mode = np.bincount(codes, minlength=4096).argmax()
-    members = (codes == mode)
-    return arr.reshape(-1, 3)[members].mean(axis=0)
+def paint_mask(image: Image.Image) -> np.ndarray:
+    """Painted pixels by the pool's one measure (`salon.pool.paint`), transparency on white."""
+    return pool_paint.paint_mask(as_rgb(image))
 
 
-def paint_mask(image: Image.Image, tolerance: int = 24, paper=None) -> np.ndarray:
-    """True where a pixel differs from the paper colour by more than `tolerance` in any channel."""
-    arr = _rgb(image)
-    paper = paper_colour(arr) if paper is None else np.asarray(paper, dtype=float)
-    return (np.abs(arr - paper).max(axis=-1) > tolerance)
-
-
-def paint_fraction(image: Image.Image, tolerance: int = 24, paper=None) -> float:
-    return float(paint_mask(image, tolerance, paper).mean())
+def paint_fraction(image: Image.Image) -> float:
+    return float(paint_mask(image).mean())
 
 
 def colourfulness(image: Image.Image) -> float:
@@ -70,8 +60,8 @@ class Composition:
         return asdict(self)
 
 
-def composition(image: Image.Image, tolerance: int = 24, paper=None) -> Composition:
-    mask = paint_mask(image, tolerance, paper)
+def composition(image: Image.Image) -> Composition:
+    mask = paint_mask(image)
     h, w = mask.shape
     rows = np.array_split(np.arange(h), GRID)
     cols = np.array_split(np.arange(w), GRID)

@@ -2,9 +2,11 @@
 
 `paint_fraction` is the share of pixels that differ from the paper. The paper is the modal
 colour (most sketches call `background()` once), and a pixel counts as paint when any RGB
-channel is more than PAPER_TOLERANCE away from it.
-It lives in `pool` because the gate (curate), the image judges and the audit (train) all use
-it and `pool` is the layer they all stand on.
+channel is more than PAPER_TOLERANCE away from it. A canvas with less than BLANK_FRACTION
+paint is blank.
+It lives in `pool` because the render sandbox and its gate (curate), the image judges and the
+audit (train) all use it and `pool` is the layer they all stand on: they import it, so a
+painting is blank, or covered, by one measure everywhere.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ import numpy as np
 from PIL import Image
 
 PAPER_TOLERANCE = 16  # the prior art used 32, which misses pale washes (a peach petal on cream)
+# Below this share of painted pixels a canvas is blank: the gate's `blank_canvas` and the audit's
+# blank share. 0.5 % of a 600x600 canvas is 1,800 pixels, about one short brush stroke.
+BLANK_FRACTION = 0.005
 
 
 def to_rgb_array(image: bytes | Image.Image | np.ndarray) -> np.ndarray:

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
+from salon.pool.paint import BLANK_FRACTION
 from salon.train.config import AuditSettings
 
-BLANK_FRACTION = 0.01
 MIN_SAMPLES = 8  # fewer rollouts than this say nothing about correlation or saturation
 
 
