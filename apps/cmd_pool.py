@@ -90,7 +90,7 @@ def _print_json(obj) -> None:
 
 
 def run_import(args) -> int:
-    from salon.pool.ingest import Defaults, import_paths
+    from salon.curate.ingest import Defaults, import_paths
 
     with _open(args) as pool:
         outcomes = import_paths(pool, args.paths, Defaults(args.subject, args.model, args.seed),

@@ -27,7 +27,7 @@ from PIL import Image
 
 from salon.pool import Candidate, Pool
 from salon.pool.export import export_pool
-from salon.pool.ingest import import_paths
+from salon.curate.ingest import import_paths
 
 
 def painting(i: int, size: int) -> bytes:

@@ -10,7 +10,7 @@ import pytest
 from salon.pool import Candidate, Pool
 from salon.pool.errors import PoolError
 from salon.pool.export import export_pool
-from salon.pool.ingest import import_paths
+from salon.curate.ingest import import_paths
 
 SKETCH = "function setup() { createCanvas(600, 600, WEBGL); }\n"
 

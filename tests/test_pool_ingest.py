@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from salon.pool.ingest import Defaults, import_paths
+from salon.curate.ingest import Defaults, import_paths
 
 SKETCH = "function setup() {\n  createCanvas(600, 600, WEBGL);\n  brush.fill('red');\n}\n"
 

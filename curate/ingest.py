@@ -1,5 +1,8 @@
 """Import sketches into the pool: .js files, model replies, folders and JSONL rows.
 
+It lives in curate because importing means extracting sketches from replies and rendering the
+ones without an image; the pool only stores what this hands it (`Pool.add_candidates`).
+
     salon pool import PATH... [--subject S] [--model M] [--seed N] [--json]
 
 What each PATH may be:
@@ -13,7 +16,7 @@ What each PATH may be:
     ``render_ms``, ``paint_fraction``. Unknown keys are ignored; a bad line is reported and the
     other lines are still imported.
   - a folder: every ``.js``, ``.jsonl``, ``.txt`` and ``.md`` under it, in name order.
-  - anything else: a raw model reply; the sketch is pulled out with salon.curate.extract. A reply
+  - anything else: a raw model reply; the sketch is pulled out with `extract_code`. A reply
     with no sketch is stored as rejected (``no_sketch``) with empty code and the reply kept.
 ``--subject``/``--model``/``--seed`` fill in what an input does not say itself.
 
@@ -30,6 +33,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from salon.curate.extract import extract_code
+from salon.curate.render import render_sketches
 from salon.pool.errors import PoolError, SalonError
 from salon.pool.models import Candidate, GuidePhoto
 
@@ -70,11 +75,9 @@ def render_missing(candidates: list[Candidate], progress: bool = False) -> str |
     Unavailable renders leave ``ok`` None (stored without an image, rendered on a later import).
     """
     try:
-        from salon.curate.render import render_sketches
-
         results = render_sketches([c.code or None for c in candidates], [c.seed for c in candidates],
                                   progress=progress)
-    except (ImportError, SalonError) as e:  # no sandbox here, no Chromium, browser would not start
+    except SalonError as e:  # no Chromium, browser would not start
         return f"render sandbox unavailable ({e}); stored without images, import again to render"
     for c, r in zip(candidates, results):
         if r.unavailable:
@@ -167,8 +170,6 @@ def _file(path: Path, defaults: Defaults) -> Iterator[tuple[str, Candidate | Poo
 
 
 def _from_reply(reply: str, fields: dict) -> Candidate:
-    from salon.curate.extract import extract_code
-
     code = extract_code(reply)
     if code is None:
         return Candidate(**(fields | dict(code="", reply=reply, ok=False, violations=["no_sketch"])))
