@@ -160,7 +160,7 @@ def router(pool, user_of: Callable[[Request], str | None]) -> APIRouter:
         if c.guide is None or not c.subject:
             raise HTTPException(404, "this candidate used no guide photo")
         photo = next((g for g in load_guides(pool.dir, c.subject)
-                      if str(g.photo_id) == c.guide.id), None)
+                      if g.id == c.guide.id), None)
         path = pool.dir / photo.file if photo else None
         if path is None or not path.exists():
             raise HTTPException(404, "the guide photo is not in this pool's guides folder")

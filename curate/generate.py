@@ -21,12 +21,11 @@ from pathlib import Path
 
 from salon.curate.backends import BackendConfig, BackendFatal, Limited, Sampling, make_backend, parse_spec
 from salon.curate.extract import extract_code
-from salon.curate.guides import GuidePhoto, load_guides
+from salon.curate.guides import load_guides
 from salon.curate.prompts import PROMPT_VERSION, Subject, SubjectBook, paint_messages
 from salon.curate.refine import critique, revision
 from salon.pool.errors import ConfigError
-from salon.pool.models import Candidate
-from salon.pool.models import GuidePhoto as PoolGuide
+from salon.pool.models import Candidate, GuidePhoto
 
 
 @dataclass
@@ -304,9 +303,7 @@ class _Run:
             sampling=sampling.as_dict() | {"finish_reason": completion.finish_reason,
                                            "reply_truncated": completion.truncated},
             round=round_, parent_id=parent, reply=completion.text, source="salon curate generate",
-            guide=None if guide is None else PoolGuide(
-                id=str(guide.photo_id), observation_url=guide.observation_url,
-                photo_url=guide.photo_url, license=guide.license, attribution=guide.attribution))
+            guide=guide)
 
     def _sampling(self, slot: int) -> Sampling:
         temps = self.config.temperatures
@@ -316,14 +313,14 @@ class _Run:
     def _guide_of(self, c: Candidate) -> GuidePhoto | None:
         if c.guide is None:
             return None
-        return next((g for g in self.guides if str(g.photo_id) == c.guide.id), None)
+        return next((g for g in self.guides if g.id == c.guide.id), None)
 
     def _photo(self, guide: GuidePhoto | None) -> bytes | None:
         if guide is None:
             return None
-        if guide.photo_id not in self.photos:
-            self.photos[guide.photo_id] = (Path(self.config.pool) / guide.file).read_bytes()
-        return self.photos[guide.photo_id]
+        if guide.id not in self.photos:
+            self.photos[guide.id] = (Path(self.config.pool) / guide.file).read_bytes()
+        return self.photos[guide.id]
 
     def _failed(self, model: str, error: str | None) -> None:
         counts = self.report.counts[model]

@@ -2,8 +2,9 @@
 
     salon curate guides "peach hibiscus" --taxon "Hibiscus rosa-sinensis" -n 12 --pool POOL
 
-Photos land in `POOL/guides/<subject-slug>/<photo_id>.jpg` with `index.json` beside them
-(photo id, observation url, photo url, license, attribution, file). Every request, API and
+Photos land in `POOL/guides/<subject-slug>/<photo_id>.jpg` with `index.json` beside them: a
+list of the pool's `GuidePhoto` records (photo id, observation url, photo url, license,
+attribution, file). Every request, API and
 photo alike, goes through one pyinaturalist `ClientSession`: rate-limited to 60 requests a
 minute, a User-Agent naming salon, responses and photos cached under `POOL/guides/.cache`.
 Licenses are checked per photo, not only by the API filter: an observation that matches
@@ -16,12 +17,13 @@ import io
 import json
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Callable
 
 from salon.curate.prompts import Subject
 from salon.pool.errors import BackendError, ConfigError, SetupError
+from salon.pool.models import GuidePhoto
 
 DEFAULT_LICENSES = ("CC0", "CC-BY", "CC-BY-SA")
 # pyinaturalist's own spelling: upper case; the API itself returns lower case ("cc-by").
@@ -57,19 +59,6 @@ class GuideConfig:
             raise ConfigError(problems, where="guide config")
 
 
-@dataclass(frozen=True)
-class GuidePhoto:
-    photo_id: int
-    observation_id: int
-    observation_url: str
-    photo_url: str
-    license: str
-    attribution: str
-    file: str                      # relative to the pool directory
-    subject: str
-    taxon: str
-
-
 @dataclass
 class GuideReport:
     kept: list[GuidePhoto] = field(default_factory=list)
@@ -88,7 +77,11 @@ def load_guides(pool_dir: str | Path, subject: Subject | str) -> list[GuidePhoto
     index = guides_dir(pool_dir, subject) / "index.json"
     if not index.exists():
         return []
-    return [GuidePhoto(**row) for row in json.loads(index.read_text("utf-8"))]
+    known = {f.name for f in fields(GuidePhoto)}
+    # Indexes written before the pool's GuidePhoto was the one type named the id `photo_id` and
+    # also held observation_id, subject and taxon, which the observation url and folder repeat.
+    rows = ({"id": row.get("photo_id")} | row for row in json.loads(index.read_text("utf-8")))
+    return [GuidePhoto(**{k: v for k, v in row.items() if k in known}) for row in rows]
 
 
 def make_session(cache_dir: Path, config: GuideConfig, **overrides):
@@ -117,7 +110,7 @@ def fetch_guides(pool_dir: str | Path, subject: Subject, taxon: str | int, n: in
     report = GuideReport()
     photos = load_guides(pool_dir, subject)
     report.already = len(photos)
-    seen = {p.photo_id for p in photos}
+    seen = {p.id for p in photos}
     params = {"quality_grade": "research", "photos": True, "photo_license": list(config.licenses),
               "per_page": config.per_page, "order_by": "votes", "session": session}
     params["taxon_id" if str(taxon).isdigit() else "taxon_name"] = taxon
@@ -133,12 +126,11 @@ def fetch_guides(pool_dir: str | Path, subject: Subject, taxon: str | int, n: in
             photo = _first_usable(obs, config, report, seen)
             if photo is None:
                 continue
-            guide = _download(session, photo, obs, subject, str(taxon), pool_dir, folder,
-                              config, report, sleep)
+            guide = _download(session, photo, obs, pool_dir, folder, config, report, sleep)
             if guide is not None:
                 photos.append(guide)
                 report.kept.append(guide)
-                seen.add(guide.photo_id)
+                seen.add(guide.id)
                 _write_index(folder, photos)  # after every photo: an interrupted fetch keeps them
         if not results or page * config.per_page >= response.get("total_results", 0):
             break
@@ -154,14 +146,14 @@ def _first_usable(obs: dict, config: GuideConfig, report: GuideReport, seen: set
         if license_code not in config.licenses:
             report.wrong_license += 1
             continue
-        if photo.get("id") in seen or not photo.get("url"):
+        if str(photo.get("id")) in seen or not photo.get("url"):
             continue
         return photo
     return None
 
 
-def _download(session, photo: dict, obs: dict, subject: Subject, taxon: str, pool_dir: Path,
-              folder: Path, config: GuideConfig, report: GuideReport, sleep) -> GuidePhoto | None:
+def _download(session, photo: dict, obs: dict, pool_dir: Path, folder: Path, config: GuideConfig,
+              report: GuideReport, sleep) -> GuidePhoto | None:
     from PIL import Image
 
     # API urls point at the square thumbnail; every size shares the path, only the name differs.
@@ -176,11 +168,10 @@ def _download(session, photo: dict, obs: dict, subject: Subject, taxon: str, poo
     path.write_bytes(response.content)
     license_code = photo["license_code"].upper()
     return GuidePhoto(
-        photo_id=int(photo["id"]), observation_id=int(obs["id"]),
-        observation_url=obs.get("uri") or f"https://www.inaturalist.org/observations/{obs['id']}",
+        id=str(photo["id"]), observation_url=obs.get("uri") or f"https://www.inaturalist.org/observations/{obs['id']}",
         photo_url=url, license=license_code,
         attribution=photo.get("attribution") or f"iNaturalist photo {photo['id']} ({license_code})",
-        file=str(path.relative_to(pool_dir)), subject=subject.name, taxon=taxon)
+        file=str(path.relative_to(pool_dir)))
 
 
 def _with_retries(request, config: GuideConfig, sleep):

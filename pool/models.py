@@ -38,11 +38,11 @@ def check_tier(tier: str) -> str:
 
 
 def normalise_license(license: str | None) -> str | None:
-    """'cc-by-sa-4.0', 'CC BY-SA', 'cc_by_sa' -> 'CC-BY-SA'; None stays None."""
+    """'cc-by-sa-4.0', 'CC BY-SA', 'cc_by_sa' -> 'CC-BY-SA'; 'cc0', 'CC0 1.0' -> 'CC0'; None stays None."""
     if license is None or not str(license).strip():
         return None
     text = re.sub(r"[\s_]+", "-", str(license).strip().upper())
-    return re.sub(r"-?\d+(\.\d+)*$", "", text) or text
+    return re.sub(r"-\d+(\.\d+)*$", "", text)  # a version follows a separator; the 0 of CC0 does not
 
 
 def is_free_license(license: str | None) -> bool:
@@ -52,13 +52,19 @@ def is_free_license(license: str | None) -> bool:
 
 @dataclass
 class GuidePhoto:
-    """An iNaturalist photo a model looked at; its attribution travels with every candidate."""
+    """An iNaturalist photo a model looked at; its attribution travels with every candidate.
+
+    ``file`` is the downloaded photo, relative to the pool folder, as the subject's guide index
+    (salon.curate.guides) records it; the store keeps only the published fields, so a candidate
+    read back from the pool has ``file`` None and the index finds the photo by ``id``.
+    """
 
     id: str
     observation_url: str | None = None
     photo_url: str | None = None
     license: str | None = None
     attribution: str | None = None
+    file: str | None = None
 
     def __post_init__(self):
         self.id = str(self.id)

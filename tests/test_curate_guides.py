@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from pyrate_limiter import MemoryListBucket
 
 from salon.curate.guides import GuideConfig, fetch_guides, load_guides, make_session
 from salon.curate.prompts import Subject
+from salon.pool import Candidate, GuidePhoto, Pool
 from salon.pool.errors import BackendError, ConfigError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "inat"
@@ -62,7 +64,7 @@ def test_license_filtering_and_pagination(tmp_path):
         report = fetch_guides(tmp_path, SUBJECT, "Hibiscus rosa-sinensis", 10, config,
                               session=_session(tmp_path, config), sleep=sleeps.append)
         api_calls = [r for r in mock.request_history if API.match(r.url)]
-    assert [p.photo_id for p in report.kept] == [510001, 510004, 510005]
+    assert [p.id for p in report.kept] == ["510001", "510004", "510005"]
     assert report.wrong_license == 3 and report.pages == 2 and not report.download_failed
     first = api_calls[0].qs  # requests-mock lower-cases query values
     assert first["photo_license"] == ["cc0,cc-by,cc-by-sa"]
@@ -81,6 +83,33 @@ def test_license_filtering_and_pagination(tmp_path):
     assert sleeps == []
 
 
+def test_a_fetched_guide_is_the_pools_guide_photo(tmp_path):
+    """One GuidePhoto type: what guides fetch is what a candidate carries into the store."""
+    config = GuideConfig(per_page=3)
+    with requests_mock.Mocker() as mock:
+        _api(mock, {1: [(200, _page(1))], 2: [(200, _page(2))]})
+        mock.get(PHOTOS, content=_jpeg())
+        guide = fetch_guides(tmp_path, SUBJECT, 53713, 1, config, session=_session(tmp_path, config)).kept[0]
+    assert isinstance(guide, GuidePhoto)
+    with Pool.open(tmp_path / "pool") as pool:
+        pool.add_candidate(Candidate(code="brush.rect(0, 0, 9, 9);", subject=SUBJECT.name, guide=guide))
+        (stored,) = pool.candidates()
+    assert stored.guide == replace(guide, file=None)  # the store keeps the published fields
+    assert stored.guide.free and stored.guide.id == "510001"
+
+
+def test_an_index_written_before_one_type_still_loads(tmp_path):
+    folder = tmp_path / "guides" / "peach-hibiscus"
+    folder.mkdir(parents=True)
+    (folder / "index.json").write_text(json.dumps([{
+        "photo_id": 510004, "observation_id": 9100003, "observation_url": "https://x/obs/9100003",
+        "photo_url": "https://x/510004/large.jpg", "license": "CC0", "attribution": "(c) kaimana",
+        "file": "guides/peach-hibiscus/510004.jpg", "subject": "peach hibiscus", "taxon": "53713"}]))
+    assert load_guides(tmp_path, SUBJECT) == [GuidePhoto("510004", "https://x/obs/9100003",
+                                                         "https://x/510004/large.jpg", "CC0", "(c) kaimana",
+                                                         "guides/peach-hibiscus/510004.jpg")]
+
+
 def test_stops_at_n_and_resumes_without_refetching(tmp_path):
     config = GuideConfig(per_page=3)
     with requests_mock.Mocker() as mock:
@@ -88,12 +117,12 @@ def test_stops_at_n_and_resumes_without_refetching(tmp_path):
         mock.get(PHOTOS, content=_jpeg())
         session = _session(tmp_path, config)
         first = fetch_guides(tmp_path, SUBJECT, 53713, 2, config, session=session)
-        assert [p.photo_id for p in first.kept] == [510001, 510004]
+        assert [p.id for p in first.kept] == ["510001", "510004"]
         assert mock.request_history[0].qs["taxon_id"] == ["53713"]
         photo_calls = sum(1 for r in mock.request_history if PHOTOS.match(r.url))
         second = fetch_guides(tmp_path, SUBJECT, 53713, 3, config, session=session)
         photo_calls_after = sum(1 for r in mock.request_history if PHOTOS.match(r.url))
-    assert second.already == 2 and [p.photo_id for p in second.kept] == [510005]
+    assert second.already == 2 and [p.id for p in second.kept] == ["510005"]
     assert photo_calls_after - photo_calls == 1  # photos already held are not downloaded again
     assert len(load_guides(tmp_path, SUBJECT)) == 3
 
@@ -131,10 +160,10 @@ def test_failed_photo_download_is_reported_and_skipped(tmp_path):
                  text="<html>AccessDenied</html>")  # 200, but not an image
         report = fetch_guides(tmp_path, SUBJECT, "Hibiscus rosa-sinensis", 10, config,
                               session=_session(tmp_path, config), sleep=lambda s: None)
-    assert [p.photo_id for p in report.kept] == [510001]
+    assert [p.id for p in report.kept] == ["510001"]
     assert len(report.download_failed) == 2
     assert "photo 510004" in report.download_failed[0] and "404" in report.download_failed[0]
-    assert [p.photo_id for p in load_guides(tmp_path, SUBJECT)] == [510001]
+    assert [p.id for p in load_guides(tmp_path, SUBJECT)] == ["510001"]
     assert not (tmp_path / "guides" / "peach-hibiscus" / "510005.jpg").exists()
 
 

@@ -76,6 +76,15 @@ def test_candidate_metadata_round_trip(pool, make_png):
     assert got.created_at
 
 
+@pytest.mark.parametrize("given, expected", [
+    ("CC0", "CC0"), ("cc0", "CC0"), ("CC0 1.0", "CC0"), ("cc-by-sa-4.0", "CC-BY-SA"),
+    ("CC BY-SA", "CC-BY-SA"), ("cc_by", "CC-BY"), ("CC-BY-NC 4.0", "CC-BY-NC"), ("  ", None)])
+def test_guide_licenses_normalise_and_cc0_is_free(given, expected):
+    guide = GuidePhoto("1", license=given)
+    assert guide.license == expected
+    assert guide.free == (expected in ("CC0", "CC-BY", "CC-BY-SA"))
+
+
 def test_labels_append_current_tier_undo_and_history(pool, make_png):
     c = sketch(1, make_png(1))
     pool.add_candidate(c)
