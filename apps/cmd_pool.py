@@ -189,15 +189,13 @@ def run_push(args) -> int:
 def run_pull(args) -> int:
     from salon.pool.hub import pull
 
-    refs = pull(args.repo_id, args.to, revision=args.revision)
-    counts = {}
-    for r in refs.references:
-        counts[r.tier] = counts.get(r.tier, 0) + 1
+    pulled = pull(args.repo_id, args.to, revision=args.revision)
+    counts = {t: n for t, n in pulled.counts.items() if n}
     if args.json:
-        _print_json({"repo_id": refs.repo_id, "revision": refs.revision, "to": str(refs.folder),
+        _print_json({"repo_id": pulled.repo_id, "revision": pulled.revision, "to": str(pulled.folder),
                      "counts": counts})
     else:
-        print(f"pulled {refs.release} into {refs.folder}: "
+        print(f"pulled {pulled.release} into {pulled.folder}: "
               + ", ".join(f"{n} {t}" for t, n in counts.items()))
     return 0
 

@@ -3,17 +3,20 @@
     refs = load_references("refs/")                 # plain folder, or one `salon pool pull` wrote
     refs = load_references("me/salon-pool@3f2a…")   # pulled into the cache first (pinned revision)
     refs.release                                    # "repo_id@revision", or None for a plain folder
-    refs.references                                 # [Reference(id, path, tier, release)]
+    refs.references                                 # [Reference(id, path, tier)]
 
 A plain folder: every image in it is a reference whose id is its path (tier unknown), and images
 under love/ and okay/ subfolders carry that tier (nope/ is never a reference). A pulled folder
 (manifest.json, written by salon.pool.hub.pull): ids are pool ids, tiers and the release come
-from the manifest. `REPO[@REV]` pulls into $SALON_CACHE/refs/ (default ~/.cache/salon/refs/)
-once per revision and reads it from there after.
+from the manifest; this is the one reader of that manifest. The release is kept once, on the
+`ReferenceSet`, and travels from there to the rollout archive. `REPO[@REV]` pulls into
+$SALON_CACHE/refs/ (default ~/.cache/salon/refs/) once per revision and reads it from there
+after; processes pulling the same release at once take turns (a lock in the pull).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -71,18 +74,19 @@ def _plain(folder: Path, source: str) -> ReferenceSet:
 
 
 def _pulled(folder: Path, source: str) -> ReferenceSet:
-    from salon.pool.hub import load_references as load_pulled
-
+    """The love and okay paintings of a folder `salon pool pull` wrote, with their release."""
     try:
-        pulled = load_pulled(folder)
-    except SalonError as e:
-        raise JudgeError(str(e)) from None
-    refs = [Reference(id=r.id, path=Path(r.path), tier=r.tier, release=pulled.release)
-            for r in pulled.references if r.tier in REFERENCE_TIERS]
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        release = f"{manifest['repo_id']}@{manifest['revision']}"
+        refs = [Reference(id=r["id"], path=folder / r["path"], tier=r["tier"]) for r in manifest["references"]
+                if r["tier"] in REFERENCE_TIERS]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise JudgeError(f"{folder} is not a reference folder ({e}): create it with "
+                         f"`salon pool pull REPO_ID --revision REV --to {folder}`") from None
     if not refs:
-        raise JudgeError(f"release {pulled.release} in {folder} has no love or okay paintings: label some "
+        raise JudgeError(f"release {release} in {folder} has no love or okay paintings: label some "
                          "candidates love/okay, push the pool, and pull that revision")
-    return ReferenceSet(refs, pulled.release, source)
+    return ReferenceSet(refs, release, source)
 
 
 def cache_dir() -> Path:
@@ -101,7 +105,6 @@ def _pull(spec: str) -> Path:
         raise JudgeError(f"pulling {spec} needs the hub extra ({e}): pip install 'salon[hub]', or run "
                          "`salon pool pull` elsewhere and pass the folder to --refs") from None
     try:
-        pull(repo_id, folder, revision=revision or None)
+        return pull(repo_id, folder, revision=revision or None).folder
     except SalonError as e:
         raise JudgeError(f"no folder {spec!r}, and pulling it as a pool release failed: {e}") from None
-    return folder

@@ -19,8 +19,6 @@ from typing import Protocol, Sequence, runtime_checkable
 
 from PIL import Image
 
-TIERS = ("love", "okay", "nope")
-
 
 @dataclass(frozen=True)
 class Reference:
@@ -28,8 +26,7 @@ class Reference:
 
     id: str
     path: Path | None = None
-    tier: str | None = None
-    release: str | None = None  # "repo_id@revision" when drawn from a pool release
+    tier: str | None = None  # love / okay for a pool release; None for an untiered folder
     image: Image.Image | None = field(default=None, compare=False, repr=False)
 
     def load(self) -> Image.Image:

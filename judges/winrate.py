@@ -29,14 +29,13 @@ DEFAULT_MIX = {"love": 0.5, "okay": 0.5}
 
 @dataclass(frozen=True)
 class ReferenceDraw:
-    references: list[Reference]
+    references: list[Reference]  # of the ReferenceSet drawn from, which names the release
     seed: int
     k: int
     mix: dict[str, float] | None
-    release: str | None = None
 
     def record(self) -> dict:
-        return {"release": self.release, "seed": self.seed, "k": self.k, "mix": self.mix,
+        return {"seed": self.seed, "k": self.k, "mix": self.mix,
                 "references": [{"id": r.id, "tier": r.tier} for r in self.references]}
 
 
@@ -67,7 +66,6 @@ def draw_references(refs: ReferenceSet | Sequence[Reference], k: int = 4, mix: d
     Fewer than k references: all are used. References without a tier (a plain folder) are drawn
     uniformly. The same (references, k, mix, seed) always gives the same draw.
     """
-    release = refs.release if isinstance(refs, ReferenceSet) else None
     pool = sorted(refs.references if isinstance(refs, ReferenceSet) else refs, key=lambda r: r.id)
     problems = []
     if k < 1:
@@ -89,7 +87,7 @@ def draw_references(refs: ReferenceSet | Sequence[Reference], k: int = 4, mix: d
             by_tier.setdefault(r.tier or "unknown", []).append(r)
         counts = _counts(k, mix, {t: len(v) for t, v in by_tier.items() if t in mix})
         chosen = [r for t in mix for r in rng.sample(by_tier.get(t, []), counts.get(t, 0))]
-    return ReferenceDraw(list(chosen), seed, k, mix if tiered else None, release)
+    return ReferenceDraw(list(chosen), seed, k, mix if tiered else None)
 
 
 def win_rate(verdicts: Sequence[Verdict]) -> float | None:

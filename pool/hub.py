@@ -1,7 +1,7 @@
 """Publish a pool to the Hugging Face Hub, and pull a pinned release back as judge references.
 
     salon pool push REPO_ID [--private] [--message M]      # push(pool, repo_id) -> Release
-    salon pool pull REPO_ID [--revision REV] --to DIR      # pull(repo_id, DIR) -> References
+    salon pool pull REPO_ID [--revision REV] --to DIR      # pull(repo_id, DIR) -> Pulled
 
 Push exports the pool (salon.pool.export) into a staging folder inside the pool, creates the
 dataset repo if needed, and uploads the folder with ``HfApi.upload_folder``: one commit for an
@@ -19,10 +19,12 @@ at exactly that commit, and writes a reference folder the judges read::
     DIR/refs/<tier>/<id>.png
     DIR/README.md           the release's dataset card (provenance, attributions)
 
-``path`` is relative to DIR. The revision travels with every use: ``load_references(DIR)``
-returns it with the references, and a judge names ``f"{repo_id}@{revision}"`` as its pool
-release. Pulling into a folder that already holds references replaces them whole (built in a
-temporary sibling, then swapped in).
+``path`` is relative to DIR. The folder is read by one loader, ``salon.judges.load_references``,
+which returns the references with their release ``f"{repo_id}@{revision}"``. Pulling into a
+folder that already holds references replaces them whole (built in a temporary sibling, then
+renamed into place); pulling the commit the folder already holds changes nothing. Concurrent
+pulls into one folder (every process of a multi-GPU run) are safe: a lock file next to it
+(``.DIR.lock``) lets one pull at a time, and the others then find the commit already there.
 
 The endpoint is ``HF_ENDPOINT`` (read by huggingface_hub at import) unless ``endpoint=`` is
 given; the token is ``HF_TOKEN`` or the saved login unless ``token=`` is given.
@@ -44,32 +46,22 @@ from salon.pool.models import TIERS
 REPO_TYPE = "dataset"
 
 
-@dataclass
-class Reference:
-    id: str
-    tier: str
-    path: Path  # absolute
-    subject: str | None
-    model: str | None
-    labels: dict[str, str]
+@dataclass(frozen=True)
+class Pulled:
+    """What a pull left in `folder`: the pinned commit and how many paintings of each tier."""
 
-
-@dataclass
-class References:
     repo_id: str
-    revision: str
+    revision: str  # the full commit id
     folder: Path
-    references: list[Reference]
+    counts: dict[str, int]
 
     @property
     def release(self) -> str:
         return f"{self.repo_id}@{self.revision}"
 
-    def tier(self, *tiers: str) -> list[Reference]:
-        return [r for r in self.references if r.tier in tiers]
 
-
-def _hub_error(action: str, repo_id: str, e: Exception) -> HubError:
+def hub_error(action: str, repo_id: str, e: Exception) -> HubError:
+    """A HubError that says what failed and what to do (log in, check the id, retry); for any Hub call."""
     causes = [e]
     while causes[-1].__cause__ is not None:  # the client wraps the HTTP error of a failed upload
         causes.append(causes[-1].__cause__)
@@ -105,7 +97,7 @@ def push(pool, repo_id: str, *, private: bool = False, message: str | None = Non
                                      commit_message=message,
                                      delete_patterns=["data/*", "candidates/*", "pairs/*"])
         except Exception as e:  # huggingface_hub raises HTTP, OS and value errors
-            raise _hub_error("push to", repo_id, e) from e
+            raise hub_error("push to", repo_id, e) from e
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return pool.record_release(repo_id, info.oid, endpoint=endpoint or constants.ENDPOINT,
@@ -113,33 +105,58 @@ def push(pool, repo_id: str, *, private: bool = False, message: str | None = Non
 
 
 def pull(repo_id: str, to: str | Path, *, revision: str | None = None, token: str | None = None,
-         endpoint: str | None = None) -> References:
-    """Fetch the ``default`` config at a pinned commit into a reference folder."""
-    from huggingface_hub import HfApi, snapshot_download
+         endpoint: str | None = None) -> Pulled:
+    """Fetch the ``default`` config at a pinned commit into a reference folder (see the module doc)."""
+    from filelock import FileLock
 
     to = Path(to)
-    if to.exists() and any(to.iterdir()) and not (to / "manifest.json").exists():
-        raise PoolError(f"{to} is not empty and holds no references: pull into a new or empty folder")
     try:
         to.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f".{to.name}.pull-", dir=to.parent))
+        lock = FileLock(str(to.parent / f".{to.name}.lock"))
+        lock.acquire()
     except OSError as e:
         raise PoolError(f"cannot write next to {to} ({e.strerror}): choose another folder with --to") from None
+    try:  # one pull at a time per folder: another process may be reading what this one would replace
+        return _pull_locked(repo_id, to, revision, token, endpoint)
+    finally:
+        lock.release()
+
+
+def _pull_locked(repo_id: str, to: Path, revision: str | None, token: str | None, endpoint: str | None) -> Pulled:
+    from huggingface_hub import HfApi, snapshot_download
+
+    held = _pulled(to)
+    if to.exists() and any(to.iterdir()) and held is None:
+        raise PoolError(f"{to} is not empty and holds no references: pull into a new or empty folder")
+    try:
+        sha = HfApi(endpoint=endpoint, token=token).dataset_info(repo_id, revision=revision or "main").sha
+    except Exception as e:
+        raise hub_error("pull of", repo_id, e) from e
+    if held is not None and (held.repo_id, held.revision) == (repo_id, sha):
+        return held  # already here (another process pulled it): replacing it would pull it from under readers
+    work = Path(tempfile.mkdtemp(prefix=f".{to.name}.pull-", dir=to.parent))
     try:
         try:
-            api = HfApi(endpoint=endpoint, token=token)
-            sha = api.dataset_info(repo_id, revision=revision or "main").sha
             snapshot_download(repo_id, repo_type=REPO_TYPE, revision=sha, token=token, endpoint=endpoint,
                               local_dir=work / "download", allow_patterns=["README.md", "data/*"])
         except Exception as e:
-            raise _hub_error("pull of", repo_id, e) from e
+            raise hub_error("pull of", repo_id, e) from e
         _write_references(work / "download", work / "refs-folder", repo_id, sha)
         if to.exists():
-            shutil.rmtree(to)
+            os.replace(to, work / "previous")  # renames, not a delete then a copy: never half a folder
         os.replace(work / "refs-folder", to)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return load_references(to)
+    return _pulled(to)
+
+
+def _pulled(folder: Path) -> Pulled | None:
+    """The release a reference folder holds, or None when it holds none."""
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        return Pulled(manifest["repo_id"], manifest["revision"], folder, dict(manifest.get("counts", {})))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _write_references(download: Path, out: Path, repo_id: str, sha: str) -> None:
@@ -169,16 +186,3 @@ def _write_references(download: Path, out: Path, repo_id: str, sha: str) -> None
                 "pulled_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "counts": counts, "references": refs}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-
-
-def load_references(folder: str | Path) -> References:
-    """Read a folder written by ``pull``; errors say what to do when it is not one."""
-    folder = Path(folder)
-    try:
-        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-        refs = [Reference(r["id"], r["tier"], folder / r["path"], r.get("subject"), r.get("model"),
-                          r.get("labels", {})) for r in manifest["references"]]
-        return References(manifest["repo_id"], manifest["revision"], folder, refs)
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise PoolError(f"{folder} is not a reference folder ({e}): create it with "
-                        f"`salon pool pull REPO_ID --revision REV --to {folder}`") from None

@@ -29,7 +29,7 @@ def test_draw_is_seeded_mixed_and_recorded():
     assert [r.tier for r in a.references].count("love") == 2 and [r.tier for r in a.references].count("okay") == 2
     assert {draw_references(refs(), k=4, seed=s).references[0].id for s in range(20)} != {a.references[0].id}
     rec = a.record()
-    assert rec["release"] == "me/pool@" + "a" * 40 and rec["seed"] == 11 and len(rec["references"]) == 4
+    assert rec["seed"] == 11 and len(rec["references"]) == 4
     json.dumps(rec)  # loggable as is
 
 

@@ -80,12 +80,13 @@ def test_push_twice_then_pull_the_older_pinned_revision(hub, tmp_path, make_png)
 
     new = _json(salon(["pull", "me/paintings", "--to", str(tmp_path / "refs"), "--json"], url, tmp_path))
     assert new["revision"] == second["revision"] and new["counts"] == {"love": 3, "nope": 1}
-    from salon.pool.hub import load_references
+    from salon.judges.references import load_references
 
     refs = load_references(tmp_path / "refs")  # replaced whole: nothing of the old release left
     assert refs.release == f"me/paintings@{second['revision']}"
     assert sorted(p.name for p in (tmp_path / "refs" / "refs" / "okay").iterdir()) == []
-    assert {r.id for r in refs.tier("love")} == {cs[0].id, cs[1].id, cs[3].id}
+    assert {r.id for r in refs.references} == {cs[0].id, cs[1].id, cs[3].id}  # love only; nope is no reference
+    assert refs.tiers() == {"love": 3}
 
     for method, part in [("POST", "/api/repos/create"), ("POST", "/preupload/"), ("POST", "/info/lfs/objects/batch"),
                          ("PUT", "/lfs-upload/"), ("POST", "/api/validate-yaml"), ("POST", "/commit/"),

@@ -153,7 +153,7 @@ def push_rollouts(run_dir: str | Path, repo_id: str, *, private: bool = True, to
     from huggingface_hub import HfApi
 
     from salon.pool.errors import HubError
-    from salon.pool.hub import REPO_TYPE, _hub_error
+    from salon.pool.hub import REPO_TYPE, hub_error
 
     if repo_id.count("/") != 1:
         raise HubError(f"repo id {repo_id!r} must be namespace/name, e.g. you/salon-rollouts")
@@ -165,5 +165,5 @@ def push_rollouts(run_dir: str | Path, repo_id: str, *, private: bool = True, to
                                  allow_patterns=["README.md", "provenance.json", "data/*.parquet"],
                                  commit_message=message or f"salon rollouts of {folder.parent.name}")
     except Exception as e:  # huggingface_hub raises HTTP, OS and value errors
-        raise _hub_error("push rollouts to", repo_id, e) from e
+        raise hub_error("push rollouts to", repo_id, e) from e
     return info.oid

@@ -181,7 +181,8 @@ def train(cfg: TrainConfig) -> dict:
     policy = resolve_model(cfg.policy.model, out / "tiny-policy")
     device = f"cuda:{state.local_process_index}" if state.device.type == "cuda" else None
     judge = build_judge(cfg, out, device)
-    refs = build_references(cfg, out)
+    with state.main_process_first():  # the main process pulls REPO@REV; the others then find it pulled
+        refs = build_references(cfg, out)
     absolute = None
     if cfg.reward.absolute:
         from salon.judges.registry import load_judge

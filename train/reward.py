@@ -220,7 +220,7 @@ class RewardAdapter:
             "paint_fraction": res.paint_fraction, "coverage": coverage, "reward": total, "missing": missing,
             "judge_reason": reason, "references": [r.id for r in draw.references],
             "reference_tiers": [r.tier or "" for r in draw.references], "draw_seed": draw.seed,
-            "pool_release": draw.release, "judge": self.judge.name,
+            "pool_release": self.refs.release, "judge": self.judge.name,
             "judge_version": getattr(self.judge, "prompt_version", None), "substituted_example": plan["example"],
             "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             **{f"reward_{c}": comp[c] for c in self.components}, "_pil": image,
