@@ -29,7 +29,7 @@ from pathlib import Path
 from salon.pool import images
 from salon.pool.consensus import consensus
 from salon.pool.errors import PoolError
-from salon.pool.models import TIERS, is_free_license
+from salon.pool.models import TIERS
 
 CONFIG_DIRS = {"default": "data", "candidates": "candidates", "pairs": "pairs"}
 
@@ -122,40 +122,34 @@ def _prepare(to: Path, overwrite: bool) -> None:
 
 def _snapshot(pool) -> dict:
     """Rows, labels and choices from one read transaction; images are immutable files."""
-    from salon.pool.store import _CURRENT_LABELS, _SELECT
-
-    with pool._read() as conn:
-        raw = conn.execute(_SELECT + " ORDER BY c.rowid").fetchall()
-        current: dict[str, dict[str, str]] = {}
-        for cid, labeler, tier in conn.execute(_CURRENT_LABELS):
-            current.setdefault(cid, {})[labeler] = tier
-        choices = conn.execute("SELECT * FROM pair_choices ORDER BY seq").fetchall()
+    with pool.snapshot() as s:
+        candidates, current, choices = s.candidates(), s.current_labels(), s.pair_choices()
     rows, kept, withheld, guides = [], set(), 0, {}
-    for r in raw:
-        if r["guide_photo_id"] is not None and not is_free_license(r["g_license"]):
+    for c in candidates:
+        g = c.guide
+        if g is not None and not g.free:
             withheld += 1
             continue
-        by = current.get(r["id"], {})
-        kept.add(r["id"])
-        if r["guide_photo_id"] is not None:
-            guides[r["guide_photo_id"]] = {"id": r["guide_photo_id"], "license": r["g_license"],
-                                           "attribution": r["g_attr"], "observation_url": r["g_obs"],
-                                           "photo_url": r["g_url"]}
+        by = current.get(c.id, {})
+        kept.add(c.id)
+        if g is not None:
+            guides[g.id] = {"id": g.id, "license": g.license, "attribution": g.attribution,
+                            "observation_url": g.observation_url, "photo_url": g.photo_url}
         rows.append({
-            "id": r["id"], "_image_sha256": r["image_sha256"], "tier": consensus(list(by.values())),
+            "id": c.id, "_image_sha256": c.image_sha256, "tier": consensus(list(by.values())),
             "labels": [{"labeler": k, "tier": v} for k, v in sorted(by.items())],
-            "subject": r["subject"], "prompt": r["prompt"], "model": r["model"],
-            "prompt_version": r["prompt_version"], "sampling": r["sampling"], "code": r["code"],
-            "seed": r["seed"], "round": r["round"], "parent_id": r["parent_id"],
-            "paint_fraction": r["paint_fraction"], "render_ms": r["render_ms"],
-            "near_duplicate_of": r["dup_of"], "guide_photo_id": r["guide_photo_id"],
-            "guide_observation_url": r["g_obs"], "guide_photo_url": r["g_url"],
-            "guide_license": r["g_license"], "guide_attribution": r["g_attr"],
-            "created_at": r["created_at"], "ok": None if r["ok"] is None else bool(r["ok"]),
-            "violations": json.loads(r["violations"]), "js_errors": json.loads(r["js_errors"]),
-            "reply": r["reply"]})
-    pairs = [{k: c[k] for k in ("left_id", "right_id", "winner", "labeler", "at", "shown_left")}
-             for c in choices if c["left_id"] in kept and c["right_id"] in kept]
+            "subject": c.subject, "prompt": c.prompt, "model": c.model,
+            "prompt_version": c.prompt_version, "sampling": json.dumps(c.sampling, sort_keys=True),
+            "code": c.code, "seed": c.seed, "round": c.round, "parent_id": c.parent_id,
+            "paint_fraction": c.paint_fraction, "render_ms": c.render_ms,
+            "near_duplicate_of": c.dup_of, "guide_photo_id": g and g.id,
+            "guide_observation_url": g and g.observation_url, "guide_photo_url": g and g.photo_url,
+            "guide_license": g and g.license, "guide_attribution": g and g.attribution,
+            "created_at": c.created_at, "ok": c.ok, "violations": c.violations, "js_errors": c.js_errors,
+            "reply": c.reply})
+    pairs = [{"left_id": p.left_id, "right_id": p.right_id, "winner": p.winner, "labeler": p.labeler,
+              "at": p.at, "shown_left": p.shown_left}
+             for p in choices if p.left_id in kept and p.right_id in kept]
     return {"rows": rows, "pairs": pairs, "withheld": withheld, "guides": guides, "current": current}
 
 

@@ -26,23 +26,20 @@ _GROUPED = ("SELECT coalesce({col}, 'unknown') AS k, count(*) AS n, sum(ok = 1) 
 
 
 def compute_stats(pool) -> dict:
-    from salon.pool.store import _CURRENT_LABELS
-
-    with pool._read() as conn:
-        total = conn.execute("SELECT count(*) FROM candidates").fetchone()[0]
+    with pool.snapshot() as s:
+        total = s.query("SELECT count(*) FROM candidates")[0][0]
         grouped = {col: {r["k"]: {"candidates": r["n"], "ok": r["ok"] or 0, "rejected": r["rejected"] or 0,
                                   "unrendered": r["unrendered"] or 0}
-                         for r in conn.execute(_GROUPED.format(col=col))}
+                         for r in s.query(_GROUPED.format(col=col))}
                    for col in ("model", "subject")}
-        violations = {r[0]: r[1] for r in conn.execute(
+        violations = {r[0]: r[1] for r in s.query(
             "SELECT j.value, count(DISTINCT c.id) FROM candidates c, json_each(c.violations) j "
             "GROUP BY j.value ORDER BY j.value")}
-        dups = conn.execute("SELECT count(*) FROM candidates WHERE dup_of IS NOT NULL").fetchone()[0]
-        pairs = conn.execute("SELECT count(*) FROM pair_choices").fetchone()[0]
-        latest = conn.execute("SELECT repo_id, revision, pushed_at FROM releases ORDER BY seq DESC LIMIT 1").fetchone()
-        current: dict[str, dict[str, str]] = {}
-        for cid, labeler, tier in conn.execute(_CURRENT_LABELS):
-            current.setdefault(cid, {})[labeler] = tier
+        dups = s.query("SELECT count(*) FROM candidates WHERE dup_of IS NOT NULL")[0][0]
+        pairs = s.query("SELECT count(*) FROM pair_choices")[0][0]
+        releases = s.releases()
+        current = s.current_labels()
+    latest = releases[-1] if releases else None
     tiers = Counter(consensus(list(by.values())) for by in current.values())
     labelers = Counter(who for by in current.values() for who in by)
     return {
@@ -55,5 +52,6 @@ def compute_stats(pool) -> dict:
         "agreement": agreement(current).to_dict(),
         "near_duplicates": dups,
         "pair_choices": pairs,
-        "latest_release": dict(latest) if latest else None,
+        "latest_release": {"repo_id": latest.repo_id, "revision": latest.revision,
+                           "pushed_at": latest.pushed_at} if latest else None,
     }

@@ -33,6 +33,7 @@ API (all errors are ``salon.pool.errors.PoolError`` with a message that says wha
     pool.recompute_duplicates(distance=None) -> int
     pool.record_release(...) -> Release; pool.releases() -> list[Release]
     pool.stats() -> dict                                  # shape in salon.pool.stats
+    pool.snapshot() -> Snapshot                           # `with`: several reads of one moment
     pool.check(fix=False) -> list[str]                    # ids whose image file is bad
 
 Near-duplicates: see salon.pool.duplicates (perceptual hash within ``pool.dup_distance()`` bits of
@@ -54,8 +55,9 @@ from salon.pool import images
 from salon.pool.consensus import consensus
 from salon.pool.duplicates import HashIndex, dup_distance, recompute
 from salon.pool.errors import PoolError
-from salon.pool.models import Candidate, GuidePhoto, Label, PairChoice, Release, check_tier
+from salon.pool.models import Candidate, Label, PairChoice, Release, check_tier
 from salon.pool.schema import connect, translate
+from salon.pool.snapshot import Snapshot
 
 DEFAULT_POOL = "salon-pool"
 _BATCH = 200  # candidates per write transaction: short enough that labelers never wait long
@@ -131,9 +133,15 @@ class Pool:
             except sqlite3.Error as e:
                 raise translate(e, self.db_path) from e
 
-    def _query(self, sql: str, params: Iterable = ()) -> list[sqlite3.Row]:
+    @contextmanager
+    def snapshot(self) -> Iterator[Snapshot]:
+        """Reads (salon.pool.snapshot) that all see the same moment of the pool."""
         with self._read() as conn:
-            return conn.execute(sql, tuple(params)).fetchall()
+            yield Snapshot(conn)
+
+    def _query(self, sql: str, params: Iterable = ()) -> list[sqlite3.Row]:
+        with self.snapshot() as s:
+            return s.query(sql, params)
 
     # -- candidates ---------------------------------------------------------------------------
 
@@ -223,8 +231,9 @@ class Pool:
         return rows[0]["id"]
 
     def get(self, id: str) -> Candidate | None:
-        rows = self._query(_SELECT + " WHERE c.id = ?", (id,))
-        return _candidate(rows[0]) if rows else None
+        with self.snapshot() as s:
+            found = s.candidates([id])
+        return found[0] if found else None
 
     def candidates(self, *, subject: str | None = None, model: str | None = None,
                    ok: bool | None = None, tier: str | None = None, labeled_by: str | None = None,
@@ -257,13 +266,8 @@ class Pool:
                 continue
             kept.append(row["id"])
         # Page on ids, then load only that page: the app asks for a screenful of a large pool.
-        page = kept[offset:offset + limit if limit is not None else None]
-        rows = {}
-        for i in range(0, len(page), 500):
-            chunk = page[i:i + 500]
-            for r in self._query(_SELECT + f" WHERE c.id IN ({','.join('?' * len(chunk))})", chunk):
-                rows[r["id"]] = r
-        return [_candidate(rows[cid]) for cid in page if cid in rows]
+        with self.snapshot() as s:
+            return s.candidates(kept[offset:offset + limit if limit is not None else None])
 
     def image_path(self, id: str) -> Path | None:
         rows = self._query("SELECT image_sha256 FROM candidates WHERE id = ?", (id,))
@@ -297,13 +301,8 @@ class Pool:
 
     def current_labels(self, ids: Iterable[str] | None = None) -> dict[str, dict[str, str]]:
         """{candidate id: {labeler: tier}} from each labeler's latest row; undone labels omitted."""
-        rows = self._query(_CURRENT_LABELS)
-        wanted = set(ids) if ids is not None else None
-        out: dict[str, dict[str, str]] = {}
-        for r in rows:
-            if wanted is None or r["candidate_id"] in wanted:
-                out.setdefault(r["candidate_id"], {})[r["labeler"]] = r["tier"]
-        return out
+        with self.snapshot() as s:
+            return s.current_labels(ids)
 
     def consensus_tier(self, id: str) -> str | None:
         return consensus(list(self.current_labels([id]).get(id, {}).values()))
@@ -335,9 +334,8 @@ class Pool:
         return PairChoice(cur.lastrowid, left_id, right_id, winner, by.strip(), at, shown_left)
 
     def pair_choices(self) -> list[PairChoice]:
-        return [PairChoice(r["seq"], r["left_id"], r["right_id"], r["winner"], r["labeler"],
-                           r["at"], r["shown_left"])
-                for r in self._query("SELECT * FROM pair_choices ORDER BY seq")]
+        with self.snapshot() as s:
+            return s.pair_choices()
 
     # -- near-duplicates ----------------------------------------------------------------------
 
@@ -366,9 +364,8 @@ class Pool:
         return Release(cur.lastrowid, repo_id, revision, at, endpoint, candidates, labelled, message)
 
     def releases(self) -> list[Release]:
-        return [Release(*tuple(r)) for r in self._query(
-            "SELECT seq, repo_id, revision, pushed_at, endpoint, candidates, labelled, message "
-            "FROM releases ORDER BY seq")]
+        with self.snapshot() as s:
+            return s.releases()
 
     def stats(self) -> dict:
         from salon.pool.stats import compute_stats
@@ -391,28 +388,5 @@ class Pool:
         return bad
 
 
-_SELECT = ("SELECT c.*, g.observation_url AS g_obs, g.photo_url AS g_url, g.license AS g_license, "
-           "g.attribution AS g_attr FROM candidates c LEFT JOIN guide_photos g ON g.id = c.guide_photo_id")
-
-_CURRENT_LABELS = (
-    "SELECT l.candidate_id, l.labeler, l.tier FROM labels l JOIN "
-    "(SELECT max(seq) AS seq FROM labels GROUP BY candidate_id, labeler) m ON l.seq = m.seq "
-    "WHERE l.tier IS NOT NULL")
-
-
 def _ok(ok: bool | None) -> int | None:
     return None if ok is None else int(bool(ok))
-
-
-def _candidate(r: sqlite3.Row) -> Candidate:
-    guide = None
-    if r["guide_photo_id"] is not None:
-        guide = GuidePhoto(r["guide_photo_id"], r["g_obs"], r["g_url"], r["g_license"], r["g_attr"])
-    return Candidate(
-        code=r["code"], seed=r["seed"], subject=r["subject"], prompt=r["prompt"], model=r["model"],
-        prompt_version=r["prompt_version"], sampling=json.loads(r["sampling"]), round=r["round"],
-        parent_id=r["parent_id"], guide=guide, reply=r["reply"], source=r["source"],
-        ok=None if r["ok"] is None else bool(r["ok"]), violations=json.loads(r["violations"]),
-        js_errors=json.loads(r["js_errors"]), render_ms=r["render_ms"],
-        paint_fraction=r["paint_fraction"], id=r["id"], image_sha256=r["image_sha256"],
-        phash=r["phash"], dup_of=r["dup_of"], created_at=r["created_at"])

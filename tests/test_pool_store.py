@@ -188,6 +188,27 @@ def test_near_duplicates_by_perceptual_hash(pool, make_png):
     assert pool.recompute_duplicates(distance=6) == 1
 
 
+def test_a_snapshot_reads_one_moment_while_another_process_writes(pool, make_png):
+    pool.add_candidates([sketch(1, make_png(1)), sketch(2, make_png(2))])
+    first, second = (c.id for c in pool.candidates())
+    pool.label(first, "love", by="ana")
+    with Pool.open(pool.dir) as other:  # a second connection: another labeler, another process
+        with pool.snapshot() as s:
+            before = s.candidates()
+            other.label(first, "nope", by="bo")
+            other.label(second, "okay", by="ana")
+            other.add_pair_choice(first, second, "left", by="bo")
+            other.add_candidate(sketch(3, make_png(3)))
+            assert s.current_labels() == {first: {"ana": "love"}}
+            assert s.pair_choices() == [] and len(s.candidates()) == 2
+            assert s.query("SELECT count(*) AS n FROM labels")[0]["n"] == 1
+        assert [c.id for c in before] == [first, second] and before[0] == pool.get(first)
+    assert pool.current_labels() == {first: {"ana": "love", "bo": "nope"}, second: {"ana": "okay"}}
+    with pool.snapshot() as s:
+        assert len(s.candidates()) == 3 and len(s.pair_choices()) == 1
+        assert [c.id for c in s.candidates([second, "f" * 64, first])] == [second, first]
+
+
 def test_pair_choices(pool, make_png):
     a, b = sketch(1, make_png(1)), sketch(2, make_png(2))
     pool.add_candidates([a, b])
