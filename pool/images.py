@@ -8,9 +8,11 @@ the file is in place before its database row commits. No fsync per file: like th
 ``salon pool check --fix`` finds any image lost with it. Two candidates that render identically
 share one file.
 
-The perceptual hash is a 64-bit DCT hash (pHash): greyscale, 32x32, 2-D DCT-II, the 8x8
-lowest frequencies, each bit = coefficient above their median. Near-duplicates are images whose
-hashes differ in at most a few bits (Hamming distance).
+The perceptual hash is imagehash's 64-bit DCT hash (``imagehash.phash``: greyscale, 32x32,
+2-D DCT, the 8x8 lowest frequencies, each bit = coefficient above their median), as 16 hex
+digits. Near-duplicates are images whose hashes differ in at most a few bits (Hamming distance),
+counted here for one hash against a whole pool's at once with numpy. Measured on four 600x600
+renders: hashing adds about 1-2.5 ms to the 5 ms of decoding, against 1-3 s to render one.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import os
 import tempfile
 from pathlib import Path
 
+import imagehash
 import numpy as np
 
 from salon.pool.errors import PoolError
@@ -42,7 +45,7 @@ def check_png(data: bytes, what: str) -> str:
     try:
         with Image.open(io.BytesIO(data)) as im:
             im.load()
-            return _phash(im)
+            return str(imagehash.phash(im))
     except Exception as e:  # PIL raises many types for damaged files
         raise PoolError(f"{what} is a damaged PNG ({e}): re-render it or replace the file") from None
 
@@ -81,28 +84,6 @@ def read_image(pool_dir: Path, sha256: str, verify: bool = True) -> bytes:
         raise PoolError(f"image {path} is corrupt (its content no longer matches its name): run "
                         f"`salon pool check --fix`, then import the sketch again to re-render it")
     return data
-
-
-def _dct_matrix(n: int) -> np.ndarray:
-    k = np.arange(n)[:, None]
-    x = np.arange(n)[None, :]
-    m = np.cos(np.pi * (2 * x + 1) * k / (2 * n)) * np.sqrt(2.0 / n)
-    m[0] /= np.sqrt(2.0)
-    return m
-
-
-_DCT32 = _dct_matrix(32)
-
-
-def _phash(im) -> str:
-    """64-bit perceptual hash of a decoded image, as 16 hex digits."""
-    from PIL import Image
-
-    # BOX averages every source pixel: the cheapest resampling that still ignores pixel noise.
-    grey = np.asarray(im.convert("L").resize((32, 32), Image.Resampling.BOX), dtype=np.float64)
-    low = (_DCT32 @ grey @ _DCT32.T)[:8, :8].ravel()
-    middle = np.sort(low)[31:33].mean()  # the median of 64 values, without np.median's overhead
-    return f"{int(''.join('1' if b else '0' for b in low > middle), 2):016x}"
 
 
 def hamming_to_all(hash_hex: str, others: np.ndarray) -> np.ndarray:

@@ -1,7 +1,8 @@
 """The pool's SQLite schema, its numbered migrations, and how a connection is opened.
 
-``PRAGMA user_version`` holds the schema version; ``MIGRATIONS[i]`` takes a database from
-version i to i+1 inside one transaction, so a crash mid-migration leaves the old version. A
+``PRAGMA user_version`` holds the schema version; ``MIGRATIONS[i]`` (SQL, or a function of the
+connection and the pool folder when data must be recomputed) takes a database from version i to
+i+1 inside one transaction, so a crash mid-migration leaves the old version. A
 database newer than this salon is refused (upgrade salon) rather than guessed at.
 
 Connections: WAL (readers never block the one writer), ``synchronous=NORMAL`` (a committed
@@ -12,11 +13,30 @@ foreign keys on, ``busy_timeout`` so concurrent writers queue instead of failing
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 from salon.pool.errors import PoolError
 
-MIGRATIONS: list[str] = [
+
+def _rehash(conn: sqlite3.Connection, pool_dir: Path) -> None:
+    """Perceptual hashes written before salon used imagehash.phash (a hand-written DCT hash that
+    differed from it in 0-2 bits of 64) are recomputed from the stored images, then every
+    near-duplicate link. About 5 ms an image, once. A missing or damaged image gets no hash;
+    `salon pool check --fix` finds it."""
+    from salon.pool import duplicates, images
+
+    rows = conn.execute("SELECT id, image_sha256 FROM candidates WHERE image_sha256 IS NOT NULL").fetchall()
+    for cid, sha in rows:
+        try:
+            phash = images.check_png(images.read_image(pool_dir, sha), f"the image of candidate {cid[:12]}")
+        except PoolError:
+            phash = None
+        conn.execute("UPDATE candidates SET phash = ? WHERE id = ?", (phash, cid))
+    duplicates.recompute(conn)
+
+
+MIGRATIONS: list[str | Callable[[sqlite3.Connection, Path], None]] = [
     # 0 -> 1: the first schema.
     """
     CREATE TABLE guide_photos (
@@ -83,6 +103,8 @@ MIGRATIONS: list[str] = [
     );
     CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     """,
+    # 1 -> 2: perceptual hashes are imagehash.phash.
+    _rehash,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -116,9 +138,13 @@ def migrate(conn: sqlite3.Connection, db_path: Path) -> None:
             # Another process may have migrated while we waited for the write lock.
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version < SCHEMA_VERSION:
-                for statement in MIGRATIONS[version].split(";\n"):
-                    if statement.strip():
-                        conn.execute(statement)
+                step = MIGRATIONS[version]
+                if callable(step):
+                    step(conn, db_path.parent)
+                else:
+                    for statement in step.split(";\n"):
+                        if statement.strip():
+                            conn.execute(statement)
                 version += 1
                 conn.execute(f"PRAGMA user_version = {version}")
             conn.execute("COMMIT")
