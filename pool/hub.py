@@ -4,10 +4,16 @@
     salon pool pull REPO_ID [--revision REV] --to DIR      # pull(repo_id, DIR) -> Pulled
 
 Push exports the pool (salon.pool.export) into a staging folder inside the pool, creates the
-dataset repo if needed, and uploads the folder with ``HfApi.upload_folder``: one commit for an
-ordinary pool; with hf_xet installed, large pools go up in resumable batches (re-running the
-push skips what already arrived). Stale shards of the previous release are deleted in the same
-commit. The pushed commit id is printed and recorded in the pool's ``releases`` table.
+dataset repo if needed, and uploads the folder with ``HfApi.upload_folder``. From
+huggingface_hub 1.20, with hf_xet (installed with it on x86-64 and ARM), that call is the
+client's large-folder upload (``upload_large_folder`` is deprecated, and gone in 2.x): a big
+export goes up in several commits, the first with the message and the deletion of the previous
+release's stale shards, the others titled "MESSAGE (part N)". The release recorded is the last
+commit, which holds the whole export; a push cut off part-way leaves ``main`` between two
+releases until it is run again. Running it again exports again (the same shards, byte for byte,
+when the pool has not changed; only the card's date differs) and the client skips every file
+already on the Hub. Without hf_xet it is one commit, and a re-run sends no shard twice.
+The pushed commit id is printed and recorded in the pool's ``releases`` table.
 
 Pull resolves REV (default: main) to a full commit id first, downloads the ``default`` config
 at exactly that commit, and writes a reference folder the judges read::

@@ -19,7 +19,8 @@ hf_hub_download and snapshot_download:
 Writes need ``Authorization: Bearer <token>`` (any token): the test checks the token travels;
 LFS uploads go to signed URLs instead, like the Hub's presigned storage URLs.
 Revisions are branch names, full commit ids or unique prefixes of at least 7 digits. State is in
-memory; ``hub.requests`` logs (method, path) for assertions.
+memory; ``hub.requests`` logs (method, path) for assertions; ``hub.fail_commits = N`` makes the
+next N commits fail after their files were uploaded (a push cut off at its end).
 
     with serve() as (url, hub):   # in tests
     python tests/hubserver.py --port 8765   # by hand
@@ -86,6 +87,7 @@ class FakeHub:
         self.repos: dict[tuple[str, str], Repo] = {}
         self.lfs: dict[str, bytes] = {}
         self.requests: list[tuple[str, str]] = []
+        self.fail_commits = 0  # the next N commits answer 500, as an interrupted push would end
         self.lock = threading.Lock()
         self.base_url = ""
         self.secret = _oid("secret")  # signs LFS upload URLs, like the Hub's presigned S3 URLs
@@ -242,6 +244,9 @@ class FakeHub:
 
     async def commit(self, request: Request):
         repo = self._repo(request)
+        if self.fail_commits:
+            self.fail_commits -= 1
+            raise HubError(500, None, "Internal Error: the commit was not created")
         branch = request.path_params["rev"]
         head = self._commit(repo, branch)
         lines = [json.loads(line) for line in (await request.body()).splitlines() if line.strip()]

@@ -131,3 +131,26 @@ def test_hub_errors_say_what_to_do(hub, tmp_path, make_png):
     assert (tmp_path / "r" / "mine.txt").read_text() == "keep"
     with Pool.open(pool_dir) as pool:
         assert len(pool.releases()) == 1  # failed pushes record nothing
+
+
+def test_a_push_cut_off_at_its_commit_resumes_without_uploading_again(hub, tmp_path, make_png):
+    url, server = hub
+    pool_dir = str(tmp_path / "pool")
+    with Pool.open(pool_dir) as pool:
+        cs = [Candidate(code=f"p{i}", png=make_png(i), ok=True, subject="koi") for i in range(3)]
+        pool.add_candidates(cs)
+        for c in cs:
+            pool.label(c.id, "love", "ana")
+    server.fail_commits = 1
+    proc = salon(["push", "me/resume", "--pool", pool_dir], url, tmp_path)
+    assert proc.returncode == 2 and "run the same command again (it resumes)" in proc.stderr
+    repo = server.repos[("dataset", "me/resume")]
+    assert not any(p.startswith("data/") for p in repo.commits[repo.branches["main"]].files)
+    arrived = sum(m == "PUT" for m, _ in server.requests)
+    assert arrived >= 2  # the default and candidates shards reached storage before the commit failed
+    again = _json(salon(["push", "me/resume", "--pool", pool_dir, "--json"], url, tmp_path))
+    assert sum(m == "PUT" for m, _ in server.requests) == arrived  # the export is the same bytes: nothing re-sent
+    files = repo.commits[again["revision"]].files
+    assert {p.split("/")[0] for p in files} >= {"data", "candidates", "README.md"}
+    with Pool.open(pool_dir) as pool:
+        assert [r.revision for r in pool.releases()] == [again["revision"]]
