@@ -27,6 +27,9 @@ def add_parser(sub) -> None:
     p.add_argument("--timeout", type=float, default=45.0, metavar="SECONDS", help="per sketch (default 45)")
     p.add_argument("--out-dir", default=DEFAULT_OUT, metavar="DIR", help=f"where PNGs go (default ./{DEFAULT_OUT})")
     p.add_argument("--browsers", type=int, default=0, help="parallel browsers (default: one per two cores)")
+    p.add_argument("--gpu", choices=("auto", "on", "off"), default="auto",
+                   help="WebGL on the node's NVIDIA GPU: auto (the default) uses it when Chromium can draw "
+                        "on it and falls back to SwiftShader; on fails without it; off is SwiftShader")
     p.add_argument("--json", action="store_true", help="one JSON object per input on its own line")
     p.set_defaults(run=run)
 
@@ -45,7 +48,7 @@ def run(args) -> int:
     from salon.curate.render import RenderConfig, Renderer, RenderResult
     from salon.pool.errors import SetupError
 
-    config = RenderConfig(size=args.size, timeout_s=args.timeout, browsers=args.browsers)
+    config = RenderConfig(size=args.size, timeout_s=args.timeout, browsers=args.browsers, gpu=args.gpu)
     paths = [Path(s) for s in args.sketches]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
@@ -90,6 +93,7 @@ def _report(as_json: bool, path: Path, result, image: Path | None) -> None:
             "paint_fraction": None if result.paint_fraction is None else round(result.paint_fraction, 4),
             "render_ms": result.render_ms, "js_errors": result.js_errors,
             "image": str(image) if image else None, "render_unavailable": result.unavailable,
+            "gl": result.gl,
         }), flush=True)
         return
     mark = "ok " if result.ok else "BAD"

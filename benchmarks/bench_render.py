@@ -17,13 +17,25 @@ Four ways render the same sketches in one run, each measured on its own:
 Prints renders/s, the ratio to salon, and how many cores our own process tree kept busy (CPU
 seconds from /proc over wall seconds), for light and heavy sketches separately. Other load on
 the machine slows every way alike; run it on a quiet machine for absolute numbers.
+
+On a GPU node (`--gpu`), two more ways run on the same sketches, and the run is written as JSON:
+  salon-gpu        RenderConfig(gpu="on"): WebGL on the node's NVIDIA GPU (curate/render_gpu.py)
+  salon            stays RenderConfig(gpu="off"): SwiftShader on the node's cores
+`--scaling 1,2,4,8,16` renders the sketches with that many browsers on each path (and
+`--pages 1,2,4` pages per GPU browser); fidelity compares each sketch's GPU and SwiftShader
+images at the same seed (share of pixels off by more than 16 in a channel, and the image
+judges' scores on both).
+
+    python benchmarks/bench_render.py --gpu --scaling 1,2,4,8,16 --json benchmarks/results/bench_render_gpu_h200.json
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -131,14 +143,114 @@ def measure(label: str, fn) -> dict:
             "cpu_per_render": cpu.seconds}
 
 
+def device_name() -> str:
+    try:
+        gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=20).stdout.strip().splitlines()
+    except (OSError, subprocess.TimeoutExpired):
+        gpu = []
+    return f"{len(gpu)}x {gpu[0]}, {os.cpu_count()} cores" if gpu else f"no GPU, {os.cpu_count()} cores"
+
+
+async def render_all(codes: list[str], config: RenderConfig):
+    async with Renderer(config) as renderer:
+        t0 = time.perf_counter()
+        results = await renderer.render_many([(c, i) for i, c in enumerate(codes)])
+        return results, time.perf_counter() - t0, renderer.gl
+
+
+def rate_row(label: str, codes: list[str], config: RenderConfig) -> dict:
+    with CpuMeter() as cpu:
+        results, seconds, gl = asyncio.run(render_all(codes, config))
+    ok = sum(r.png is not None for r in results)
+    return {"way": label, "gl": gl.name, "renderer": gl.renderer, "browsers": config.browser_count,
+            "pages": config.pages_per_browser, "renders": len(codes), "rendered": ok, "seconds": round(seconds, 3),
+            "renders_per_s": round(len(codes) / seconds, 4), "cores_busy": round(cpu.seconds / seconds, 2)}
+
+
+def fidelity(names: list[str]) -> list[dict]:
+    """Each sketch at seed 0 on both paths: pixels off by > 16 in a channel, image judges on both."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from salon.judges.image_judges import colourfulness, composition, paint_fraction
+
+    codes = [(EXAMPLES / f"{n}.js").read_text() for n in names]
+
+    async def both(gpu: str):
+        async with Renderer(RenderConfig(gpu=gpu, browsers=4)) as renderer:
+            return await renderer.render_many([(c, 0) for c in codes])
+
+    rows = []
+    for name, g, s in zip(names, asyncio.run(both("on")), asyncio.run(both("off"))):
+        if g.png is None or s.png is None:
+            rows.append({"sketch": name, "error": "no image on one path"})
+            continue
+        a, b = (np.asarray(Image.open(io.BytesIO(x.png)).convert("RGB")).astype(int) for x in (g, s))
+        ia, ib = (Image.open(io.BytesIO(x.png)).convert("RGB") for x in (g, s))
+        rows.append({"sketch": name, "off_by_more_than_16": round(float((np.abs(a - b).max(axis=2) > 16).mean()), 5),
+                     "paint_fraction": [round(paint_fraction(ia), 4), round(paint_fraction(ib), 4)],
+                     "colourfulness": [round(colourfulness(ia), 4), round(colourfulness(ib), 4)],
+                     "lower_half": [round(composition(ia).lower_half, 4), round(composition(ib).lower_half, 4)]})
+    return rows
+
+
+def gpu_run(args) -> None:
+    """Everything --gpu measures, printed side by side and written to --json."""
+    cores = os.cpu_count() or 1
+    scaling = [int(n) for n in args.scaling.split(",")] if args.scaling else []
+    pages = [int(n) for n in args.pages.split(",")] if args.pages else []
+    report = {"device": device_name(), "rounds": args.rounds, "sketches": {"light": LIGHT, "heavy": HEAVY}}
+    asyncio.run(warm_salon(RenderConfig(gpu="on", browsers=1)))
+    for kind, names in (("light", LIGHT), ("heavy", HEAVY)):
+        codes = [(EXAMPLES / f"{n}.js").read_text() for n in names] * args.rounds
+        rows = [rate_row("salon-gpu", codes, RenderConfig(gpu="on", browsers=args.gpu_browsers)),
+                rate_row("salon-swiftshader", codes, RenderConfig(gpu="off", browsers=max(1, cores // 2)))]
+        prior = measure("prior-art", lambda: asyncio.run(run_prior_art(codes, BASE_FLAGS + ["--disable-gpu"])))
+        rows.append({"way": "prior-art", "gl": "swiftshader", "renders": len(codes), "rendered": prior["rendered"],
+                     "seconds": round(prior["seconds"], 3), "renders_per_s": round(len(codes) / prior["seconds"], 4),
+                     "cores_busy": round(prior["cores_busy"], 2)})
+        for n in scaling:
+            rows.append(rate_row(f"swiftshader x{n}", codes, RenderConfig(gpu="off", browsers=n)))
+            rows.append(rate_row(f"gpu x{n}", codes, RenderConfig(gpu="on", browsers=n)))
+        for p in pages:
+            rows.append(rate_row(f"gpu x{args.gpu_browsers} p{p}", codes,
+                                 RenderConfig(gpu="on", browsers=args.gpu_browsers, pages_per_browser=p)))
+        gpu_rate = rows[0]["renders_per_s"]
+        print(f"\n{kind} sketches ({len(codes)} renders) on {report['device']}")
+        print(f"  {'way':22s} {'renders/s':>10s} {'gpu is':>8s} {'cores busy':>11s} {'ok':>7s}")
+        for r in rows:
+            print(f"  {r['way']:22s} {r['renders_per_s']:10.3f} {gpu_rate / r['renders_per_s']:7.2f}x "
+                  f"{r['cores_busy']:11.2f} {r['rendered']:>3d}/{r['renders']}", flush=True)
+        report[kind] = rows
+        report[f"{kind}_ratio_gpu_vs_swiftshader"] = round(gpu_rate / rows[1]["renders_per_s"], 3)
+        report[f"{kind}_ratio_gpu_vs_prior_art"] = round(gpu_rate / rows[2]["renders_per_s"], 3)
+    report["fidelity"] = fidelity(LIGHT + HEAVY)
+    for f in report["fidelity"]:
+        print(f"  fidelity {f['sketch']:26s} {json.dumps({k: v for k, v in f.items() if k != 'sketch'})}")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(report, indent=1))
+        print(f"wrote {args.json}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=2, help="how many times each sketch list is rendered")
     ap.add_argument("--skip-published", action="store_true", help="skip the slow published-GL-flags way")
     ap.add_argument("--skip-naive", action="store_true")
     ap.add_argument("--sweep", action="store_true", help="also salon with 1, 3 and 4 browsers (how many suit the cores)")
+    ap.add_argument("--gpu", action="store_true", help="GPU node: GPU path vs SwiftShader vs prior art, as JSON")
+    ap.add_argument("--gpu-browsers", type=int, default=4, help="browsers on the GPU path (--gpu)")
+    ap.add_argument("--scaling", default="", help="browser counts to sweep on both paths, e.g. 1,2,4,8,16 (--gpu)")
+    ap.add_argument("--pages", default="", help="pages per GPU browser to sweep, e.g. 1,2,4 (--gpu)")
+    ap.add_argument("--json", default="", help="write the --gpu run here")
     args = ap.parse_args()
-    config = RenderConfig()
+    if args.gpu:
+        return gpu_run(args)
+    config = RenderConfig(gpu="off")
     print(f"cores: {os.cpu_count()}  salon browsers: {config.browser_count}  rounds: {args.rounds}")
     asyncio.run(warm_salon(config))
     for kind, names in (("light", LIGHT), ("heavy", HEAVY)):
@@ -147,7 +259,7 @@ def main() -> None:
                 ("prior-art", lambda: asyncio.run(run_prior_art(codes, BASE_FLAGS + ["--disable-gpu"])))]
         if args.sweep:
             for n in (1, 3, 4):
-                sweep_config = RenderConfig(browsers=n)
+                sweep_config = RenderConfig(browsers=n, gpu="off")
                 ways.append((f"salon {n} browser{'s' if n > 1 else ''}",
                              lambda c=sweep_config: asyncio.run(run_salon(codes, c))))
         if not args.skip_published:

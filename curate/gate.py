@@ -52,6 +52,13 @@ BARE_PRIMITIVES = (
     "endShape bezierVertex curveVertex quadraticVertex beginContour endContour plane box "
     "sphere cylinder cone torus ellipsoid image model createGraphics createFramebuffer"
 ).split()
+# Shaders of the sketch's own bypass p5.brush too, and on the GPU path a looping one would hold
+# the card shared with training; the page refuses them (start.js), the source check flags them.
+SHADER_CALLS = (
+    "createShader createFilterShader baseMaterialShader baseNormalShader baseColorShader "
+    "baseStrokeShader baseFilterShader buildMaterialShader buildNormalShader buildColorShader "
+    "buildStrokeShader buildFilterShader shader strokeShader imageShader"
+).split()
 TEXT_CALLS = ("text", "textFont", "textSize", "textToPoints", "textToContours", "loadFont")
 EXTERNAL = (
     r"\bfetch\s*\(", r"\bXMLHttpRequest\b", r"\bWebSocket\b", r"\bEventSource\b",
@@ -67,7 +74,7 @@ EXTERNAL = (
 )
 _EXTERNAL_RE = re.compile("|".join(EXTERNAL))
 _STRING_URL_RE = re.compile(r"""["'`]\s*(https?:|wss?:|file:|data:|blob:|//)""", re.I)
-_BARE_RE = re.compile(r"(?<![\w$.])(" + "|".join(BARE_PRIMITIVES) + r")\s*\(")
+_BARE_RE = re.compile(r"(?<![\w$.])(" + "|".join(BARE_PRIMITIVES + SHADER_CALLS) + r")\s*\(")
 _TEXT_RE = re.compile(r"(?<![\w$.])(" + "|".join(TEXT_CALLS) + r")\s*\(|\b(fillText|strokeText)\b")
 _CTX2D_RE = re.compile(r"getContext\s*\(\s*[\"'`]2d")
 _BRUSH_CALL_RE = re.compile(r"\bbrush\s*\.\s*([A-Za-z_$][\w$]*)")

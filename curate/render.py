@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from salon.curate import gate
+from salon.curate.render_gpu import GPU_MODES, GLPath, choose_gl_path, driver_env
 from salon.pool.errors import ConfigError, SetupError
 from salon.pool.paint import paint_fraction
 
@@ -48,6 +49,8 @@ class RenderConfig:
     render_rejects: bool = False  # render sketches the static gate already rejected
     chromium: str = ""  # path; default $SALON_CHROMIUM, then chromium on PATH
     node_modules: str = ""  # where p5 and p5.brush live; default $SALON_NODE_MODULES, then ./node_modules
+    gpu: str = "auto"  # auto: the node's GPU when Chromium can draw on it, else SwiftShader; on; off (render_gpu.py)
+    gpu_memory_mb: int = 1024  # WebGL bytes one sketch may hold (textures, buffers, drawing buffers): the card is shared
 
     def __post_init__(self):
         problems = []
@@ -61,6 +64,10 @@ class RenderConfig:
             problems.append(f"pages_per_browser must be >= 1, got {self.pages_per_browser}")
         if self.recycle_after < 1:
             problems.append(f"recycle_after must be >= 1, got {self.recycle_after}")
+        if self.gpu not in GPU_MODES:
+            problems.append(f"gpu must be one of {', '.join(GPU_MODES)}, got {self.gpu!r}")
+        if not 16 <= self.gpu_memory_mb <= 65536:
+            problems.append(f"gpu_memory_mb must be between 16 and 65536, got {self.gpu_memory_mb}")
         if problems:
             raise ConfigError(problems, "RenderConfig")
 
@@ -79,6 +86,7 @@ class RenderResult:
     png: bytes | None = None
     unavailable: bool = False  # infrastructure failure: not the sketch's fault, never a score
     details: list[str] = field(default_factory=list)  # what the guard saw, for people
+    gl: str = ""  # the GL path that drew it: "swiftshader" or the GPU flag set ("" when no browser ran)
 
     @classmethod
     def infra(cls, reason: str, render_ms: int = 0) -> RenderResult:
@@ -117,6 +125,7 @@ def _page_assets(config: RenderConfig) -> dict[str, tuple[bytes, str]]:
     start = (_PAGE_DIR / "start.js").read_text()
     start = start.replace("__SALON_BARE__", json.dumps(list(gate.BARE_PRIMITIVES)))
     start = start.replace("__SALON_TEXT__", json.dumps(list(gate.TEXT_CALLS)))
+    start = start.replace("__SALON_SHADERS__", json.dumps(list(gate.SHADER_CALLS)))
     start = start.replace("__SALON_DOM__", json.dumps(list(_P5_DOM)))
     size = config.size
     html = (
@@ -124,7 +133,7 @@ def _page_assets(config: RenderConfig) -> dict[str, tuple[bytes, str]]:
         "background:#fff;overflow:hidden}</style></head><body>"
         '<script src="/salon-guard.js"></script><script src="/p5.min.js"></script>'
         '<script src="/p5.brush.js"></script><script src="/salon-start.js"></script>'
-        f"<script>__salon.size = {size};</script></body></html>"
+        f"<script>__salon.size = {size}; __salon.gpuBudget = {config.gpu_memory_mb * 2**20};</script></body></html>"
     )
     return {
         "/": (html.encode(), "text/html; charset=utf-8"),
@@ -140,8 +149,9 @@ _P5_DOM = ("createDiv createP createSpan createImg createA createSlider createBu
            "createAudio createCapture createElement select selectAll removeElements saveCanvas "
            "save saveGif saveFrames").split()
 
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+# Every browser gets these; the GL path (render_gpu.py) adds its own: `--disable-gpu` for SwiftShader.
+BASE_CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-dev-shm-usage", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
     "--disable-extensions", "--mute-audio", "--disable-breakpad", "--disable-renderer-backgrounding",
     "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows",
@@ -190,8 +200,10 @@ class _Browser:
     async def launch(self) -> None:
         # An inert switch that names this browser, so its process can be found (memory, tests).
         self.marker = f"--salon-browser={os.getpid()}-{id(self)}-{time.monotonic_ns()}"
+        gl = self.r.gl
         self.browser = await self.r._playwright.chromium.launch(
-            executable_path=self.r._chromium, headless=True, args=CHROMIUM_ARGS + [self.marker])
+            executable_path=self.r._chromium, headless=True, args=BASE_CHROMIUM_ARGS + gl.args + [self.marker],
+            env=driver_env() if gl.gpu else None)
         self.browser.on("disconnected", lambda _: setattr(self, "dead", True))
         self.dead = False
         self.renders = 0
@@ -279,6 +291,7 @@ class Renderer:
         self._playwright = None
         self._pw_cm = None
         self._restart_lock: asyncio.Lock | None = None
+        self.gl: GLPath | None = None  # chosen at start()
 
     async def __aenter__(self) -> Renderer:
         await self.start()
@@ -295,10 +308,14 @@ class Renderer:
         self._capacity = asyncio.Semaphore(self.config.browser_count * self.config.pages_per_browser)
         self._restart_lock = asyncio.Lock()
         try:
+            self.gl = await choose_gl_path(self.config.gpu, self._playwright, self._chromium, BASE_CHROMIUM_ARGS)
             for _ in range(self.config.browser_count):
                 b = _Browser(self)
                 await b.launch()
                 self._browsers.append(b)
+        except SetupError:
+            await self.close()
+            raise
         except Exception as e:
             await self.close()
             raise SetupError(f"could not start Chromium ({self._chromium or 'Playwright-managed'}): {e}. "
@@ -396,7 +413,7 @@ class Renderer:
         return RenderResult(
             ok=not violations and png is not None, violations=violations, paint_fraction=fraction,
             render_ms=render_ms, js_errors=errors, png=png,
-            details=list(outcome.get("details", [])) + sp.network)
+            details=list(outcome.get("details", [])) + sp.network, gl=browser.r.gl.name)
 
     async def render_many(self, items, progress: bool = False, desc: str = "render") -> list[RenderResult]:
         """Render (code, seed) pairs concurrently; results in input order."""

@@ -38,6 +38,12 @@ HOSTILE_VERDICTS = {
     "text_plain": {"text_label"},
     "text_obfuscated": {"text_label"},
     "canvas_2d": {"bare_primitives"},
+    # GPU hostility (the same verdicts on SwiftShader and on the GPU path): memory is capped per
+    # sketch at RenderConfig.gpu_memory_mb, shaders of the sketch's own are refused.
+    "gpu_texture_bomb": {"runtime_error"},
+    "gpu_framebuffer_bomb": {"bare_primitives", "runtime_error"},
+    "gpu_shader_loop": {"bare_primitives"},
+    "gpu_raw_shader": {"bare_primitives"},
 }
 
 

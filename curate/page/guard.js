@@ -108,6 +108,68 @@
     C.prototype.getContext = function (kind, ...a) { if (sketchCalled()) flag("bare_primitives", "getContext(" + kind + ")"); return real.call(this, kind, ...a); };
   }
 
+  // GPU resources. On the GPU path a page shares the card with training: a texture bomb would
+  // take its memory and a shader of the sketch's own could loop for as long as it likes. Live
+  // WebGL bytes (textures, renderbuffers, buffers, drawing buffers) are counted per page and an
+  // allocation past S.gpuBudget throws; shader source is only accepted from p5 and p5.brush.
+  const GL = [window.WebGLRenderingContext, window.WebGL2RenderingContext].filter(Boolean);
+  const held = new WeakMap();  // WebGL object -> bytes it holds
+  const bound = new WeakMap();  // context -> {unit, objects bound per target}
+  let liveBytes = 0;
+  const stateOf = (gl) => { let s = bound.get(gl); if (!s) bound.set(gl, (s = { unit: 0, at: new Map() })); return s; };
+  const texKey = (gl, target) => "t" + target + ":" + stateOf(gl).unit;
+  const charge = (obj, bytes, what) => {
+    if (!obj) return;
+    const before = held.get(obj) || 0;
+    const budget = S.gpuBudget || 1 << 30;
+    if (bytes > before && liveBytes + bytes - before > budget) {
+      const mb = (n) => Math.round(n / 1048576);
+      flag("runtime_error", "GPU memory budget: " + what + " would hold " + mb(liveBytes + bytes - before) + " MB of " + mb(budget) + " MB");
+      throw new RangeError("salon sandbox: GPU memory budget of " + mb(budget) + " MB exceeded by " + what);
+    }
+    liveBytes += bytes - before;
+    held.set(obj, bytes);
+  };
+  const release = (obj) => { if (obj && held.has(obj)) { liveBytes -= held.get(obj); held.delete(obj); } };
+  const perPixel = (type, internal) => (type === 0x1406 || internal === 0x8814 || internal === 0x8815) ? 16
+    : (type === 0x140b || type === 0x8d61 || internal === 0x881a || internal === 0x881b) ? 8 : 4;
+  const dims = (src) => src ? [src.videoWidth || src.naturalWidth || src.width || 0, src.videoHeight || src.naturalHeight || src.height || 0] : [0, 0];
+  const wrapGL = (name, before) => {
+    for (const C of GL) {
+      const real = C.prototype[name];
+      if (typeof real !== "function") continue;
+      Object.defineProperty(C.prototype, name, { value: function (...a) { before(this, a); return real.apply(this, a); }, writable: false, configurable: false });
+    }
+  };
+  wrapGL("activeTexture", (gl, a) => { stateOf(gl).unit = a[0]; });
+  wrapGL("bindTexture", (gl, a) => { stateOf(gl).at.set(texKey(gl, a[0]), a[1]); });
+  wrapGL("bindRenderbuffer", (gl, a) => { stateOf(gl).at.set("r", a[1]); });
+  wrapGL("bindBuffer", (gl, a) => { stateOf(gl).at.set("b" + a[0], a[1]); });
+  const texTarget = (gl, target) => stateOf(gl).at.get(texKey(gl, target >= 0x8515 && target <= 0x851a ? 0x8513 : target));
+  wrapGL("texImage2D", (gl, a) => {
+    const [w, h, type, internal] = a.length >= 8 ? [a[3], a[4], a[7], a[2]] : [...dims(a[5]), a[4], a[2]];
+    const faces = a[0] >= 0x8515 && a[0] <= 0x851a ? 6 : 1;
+    if (a[1] === 0) charge(texTarget(gl, a[0]), w * h * perPixel(type, internal) * faces, "a " + w + "x" + h + " texture");
+  });
+  wrapGL("texImage3D", (gl, a) => { if (a[1] === 0) charge(texTarget(gl, a[0]), a[3] * a[4] * a[5] * perPixel(a[8], a[2]), "a 3D texture"); });
+  wrapGL("texStorage2D", (gl, a) => charge(texTarget(gl, a[0]), a[3] * a[4] * perPixel(0, a[2]) * (a[1] > 1 ? 1.34 : 1), "a " + a[3] + "x" + a[4] + " texture"));
+  wrapGL("texStorage3D", (gl, a) => charge(texTarget(gl, a[0]), a[3] * a[4] * a[5] * perPixel(0, a[2]), "a 3D texture"));
+  wrapGL("renderbufferStorage", (gl, a) => charge(stateOf(gl).at.get("r"), a[2] * a[3] * 4, "a " + a[2] + "x" + a[3] + " renderbuffer"));
+  wrapGL("renderbufferStorageMultisample", (gl, a) => charge(stateOf(gl).at.get("r"), a[1] * a[3] * a[4] * 4, "a multisampled renderbuffer"));
+  wrapGL("bufferData", (gl, a) => charge(stateOf(gl).at.get("b" + a[0]), typeof a[1] === "number" ? a[1] : (a[1] && a[1].byteLength) || 0, "a buffer"));
+  for (const name of ["deleteTexture", "deleteRenderbuffer", "deleteBuffer"]) wrapGL(name, (gl, a) => release(a[0]));
+  wrapGL("shaderSource", (gl, a) => { if (sketchCalled()) { flag("bare_primitives", "shaderSource"); throw new TypeError("salon sandbox: shaders of the sketch's own are not allowed"); } });
+  // Each WebGL canvas holds a drawing buffer (colour, depth, antialiasing) for as long as the page lives.
+  for (const C of [window.HTMLCanvasElement, window.OffscreenCanvas]) {
+    if (!C) continue;
+    const real = C.prototype.getContext;
+    Object.defineProperty(C.prototype, "getContext", { value: function (kind, ...a) {
+      const ctx = real.call(this, kind, ...a);
+      if (ctx && String(kind).startsWith("webgl") && !held.has(ctx)) charge(ctx, this.width * this.height * 12, "a " + this.width + "x" + this.height + " WebGL canvas");
+      return ctx;
+    }, writable: false, configurable: false });
+  }
+
   // Errors and the result promise.
   let settle;
   S.done = new Promise((r) => { settle = r; });

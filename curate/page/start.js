@@ -19,6 +19,15 @@
   wrapP5(__SALON_BARE__, "bare_primitives");
   wrapP5(__SALON_TEXT__, "text_label");
   wrapP5(__SALON_DOM__, "external_access");
+  // Shaders of the sketch's own are refused, not only reported (guard.js says why).
+  for (const name of __SALON_SHADERS__) {
+    const real = p5.prototype[name];
+    if (typeof real !== "function") continue;
+    p5.prototype[name] = function (...a) {
+      if (sketchCalled()) { S.flag("bare_primitives", name + "()"); throw new TypeError("salon sandbox: " + name + "() is not allowed"); }
+      return real.apply(this, a);
+    };
+  }
 
   // The canvas is always size x size at pixel density 1, whatever the sketch asks for.
   const realCreateCanvas = p5.prototype.createCanvas;
