@@ -16,7 +16,8 @@ import sys
 
 from salon.pool.paint import BLANK_FRACTION
 
-# Stable codes (DESIGN.md). Order is the order they are reported in.
+# Stable codes: stored with every candidate and published in the dataset, so a code is only ever
+# added, never renamed. Order is the order they are reported in.
 VIOLATIONS = (
     "no_sketch",
     "syntax_error",

@@ -7,7 +7,7 @@
         result = await renderer.render(code, seed=0)
     results = render_sketches([code_a, code_b], seeds=0)          # sync helper
 
-Design (DESIGN.md "Render sandbox"): a few long-lived browsers (SwiftShader serialises inside
+Design: a few long-lived browsers (SwiftShader serialises inside
 one browser's GPU process, so parallelism comes from browsers, not pages; one render already
 keeps about 1.8 cores busy, so the default is one browser per two cores); every sketch gets
 a fresh browser context and page (separate renderer process, storage and network routing);

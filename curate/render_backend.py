@@ -6,7 +6,7 @@ remote OpenEnv environment, all answering with the same `RenderResult`.
     results = backend.render_many([(code, seed), ...], progress=True)   # input order
     backend.close()
 
-The contract every backend keeps (DESIGN.md "Render sandbox"): a future always resolves to a
+The contract every backend keeps, the sandbox's own: a future always resolves to a
 `RenderResult` and never raises; a failure of the machinery (a browser, a worker, an actor, a
 server that died or never started) is `RenderResult.infra(...)` (`unavailable=True`, no
 violations), which the reward turns into a missing score, never a bad painting.

@@ -1,8 +1,8 @@
 """The pool's records: candidates, guide photos, labels, pairwise choices, releases.
 
 Plain dataclasses shared by the store, the importer, the exporter and the callers (generation
-runs, the Gradio app, the trainer). Field names are the data model of DESIGN.md and the column
-names of the published dataset.
+runs, the Gradio app, the trainer). Field names are the column names of the published dataset
+(salon.pool.export), so a renamed field is a changed dataset.
 
 Candidate id: ``sha256(code.encode("utf-8") + b"\\x00" + str(seed).encode("ascii")).hexdigest()``
 -- the code exactly as stored (no newline or whitespace normalisation), a NUL byte, then the seed
