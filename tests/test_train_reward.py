@@ -1,8 +1,11 @@
 """The TRL reward adapter (issue 6 point 8): one value per completion; gate failure is a penalty,
-infrastructure failure (render unavailable, judge without an answer) is None and counted."""
+infrastructure failure (render unavailable, an undecodable PNG, a judge without an answer) is
+None and counted; every rollout is archived with the columns of `Rollout`."""
 
 from __future__ import annotations
 
+import dataclasses
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -11,8 +14,12 @@ from salon.curate.render import RenderConfig
 from salon.judges.references import load_references
 from salon.train.archive import RolloutArchive, load_rollouts
 from salon.train.config import RewardSettings
+from salon.train.recorder import Recorder
 from salon.train.render_workers import RenderPool
-from salon.train.reward import RewardAdapter
+from salon.train.reward import RewardAdapter, submit_each
+from salon.train.rollout import Planner, Rollout, column_kinds
+from salon.train.scoring import Scorer
+from salon.train.smoke import ExampleSketches
 from salon.train.tiny import resolve_model, resolve_references
 
 pytestmark = pytest.mark.browser
@@ -40,13 +47,14 @@ def render_pool():
         yield pool
 
 
-def adapter(tiny, pool, tmp_path, judge_name="transformers", **settings):
+def adapter(tiny, pool, tmp_path, judge_name="transformers", render=None, planner=None, **settings):
     from salon.judges.registry import load_judge
 
     judge = load_judge(judge_name, model=tiny["judge"])
-    a = RewardAdapter(RewardSettings(**settings), judge=judge, references=tiny["refs"], render=pool, k=2)
-    a.archive = RolloutArchive(tmp_path / "rollouts", a.reward_columns)
-    return a
+    scorer = Scorer(RewardSettings(**settings), judge=judge, references=tiny["refs"], k=2)
+    archive = RolloutArchive(tmp_path / "rollouts", [f"reward_{c}" for c in scorer.components])
+    return RewardAdapter(scorer, render=render or submit_each(pool), planner=planner,
+                         recorder=Recorder(scorer.components, archive=archive))
 
 
 def call(a, prompts, completions, rows, step=0):
@@ -120,3 +128,55 @@ def test_prefetch_starts_rendering_at_generation_and_is_reused(tiny, render_pool
     rewards, _ = call(a, prompts, completions, rows=[0, 0])
     assert rewards[0] > 0 and not a._prefetched
     assert render_pool.rendered - before == 1  # rendered once, at prefetch
+
+
+def truncated(step):
+    """A render step whose PNGs arrive cut in half (a broken transfer): the gate passed, the
+    painting exists, but it cannot be decoded."""
+    def render(items):
+        out = []
+        for fut in step(items):
+            res = fut.result()
+            done = Future()
+            done.set_result(dataclasses.replace(res, png=res.png[: len(res.png) // 2]) if res.png else res)
+            out.append(done)
+        return out
+
+    return render
+
+
+def test_a_passed_render_whose_png_cannot_be_decoded_is_none_not_the_gate_penalty(tiny, render_pool, tmp_path):
+    a = adapter(tiny, render_pool, tmp_path, render=truncated(submit_each(render_pool)), gate_penalty=-0.25)
+    rewards, metrics = call(a, ["Paint a teacup."] * 2, [fenced("still_02_teacup.js"), "no code"], rows=[0, 0])
+    assert rewards == [None, -0.25]  # missing, not a bad painting; the gate failure keeps its penalty
+    assert metrics["salon/image_unreadable"] == 1 and metrics["salon/none"] == 1
+    df = load_rollouts(tmp_path, images=False)
+    assert df["missing"].map(list).tolist() == [["image"], []]
+    assert "could not be decoded" in df.loc[0, "judge_reason"]
+
+
+def test_archive_columns_are_the_rollout_fields_and_an_image_judge_weight_counts(tiny, render_pool, tmp_path):
+    a = adapter(tiny, render_pool, tmp_path, weights={"colourfulness": 0.2})
+    rewards, _ = call(a, ["Paint a lake."] * 2, [fenced("mountain_02_collapse.js"), fenced("still_02_teacup.js")],
+                      rows=[0, 0])
+    df = load_rollouts(tmp_path)
+    fields = [f.name for f in dataclasses.fields(Rollout) if f.name not in ("rewards", "painting")]
+    assert list(column_kinds()) == fields
+    assert list(df.columns) == fields + a.reward_columns
+    weights = {"gate": 0.05, "length": 0.05, "judge": 0.9, "colourfulness": 0.2}
+    for i, reward in enumerate(rewards):
+        expected = sum(w * df.loc[i, f"reward_{c}"] for c, w in weights.items())
+        assert df.loc[i, "reward_colourfulness"] > 0
+        assert reward == pytest.approx(expected, abs=1e-9)
+
+
+def test_example_sketches_are_a_planner_the_adapter_does_not_know_about(tiny, render_pool, tmp_path):
+    planner = ExampleSketches(Planner(0), share=0.5, files=["still_02_teacup.js"])
+    a = adapter(tiny, render_pool, tmp_path, planner=planner)
+    rewards, metrics = call(a, ["Paint a teacup."] * 4, ["no sketch here"] * 4, rows=[0, 0, 0, 0])
+    df = load_rollouts(tmp_path, images=False)
+    assert [v if isinstance(v, str) else None for v in df["substituted_example"]] == \
+        ["still_02_teacup.js"] * 2 + [None] * 2
+    assert df["gate_passed"].tolist() == [True, True, False, False] and metrics["salon/gate_pass"] == 0.5
+    assert df["completion"].tolist() == ["no sketch here"] * 4  # the policy's text is what was archived
+    assert rewards[0] > 0 and rewards[2:] == [0.0, 0.0]

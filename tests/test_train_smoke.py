@@ -103,7 +103,7 @@ def test_judge_failures_are_none_and_counted_not_zero(tmp_path):
     out = tmp_path / "flaky"
     assert main(["train", SMOKE, "--output-dir", str(out), "--max-steps", "1",
                  "--set", "judge.name=train_support:FlakyJudge",
-                 "--set", "reward.smoke_example_files=[still_02_teacup.js]"]) == 0
+                 "--set", "smoke.example_files=[still_02_teacup.js]"]) == 0
     from salon.train.archive import load_rollouts
 
     df = load_rollouts(out, images=False)

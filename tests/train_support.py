@@ -60,6 +60,7 @@ def write_synthetic_run(run_dir, collapse: bool, steps: int = 30, groups: int = 
     Without it, coverage and diversity stay put, and components are independent noise.
     """
     from salon.train.archive import RolloutArchive
+    from salon.train.rollout import Rollout
 
     rng = np.random.default_rng(seed)
     archive = RolloutArchive(run_dir / "rollouts", ["reward_gate", "reward_length", "reward_judge"])
@@ -79,11 +80,12 @@ def write_synthetic_run(run_dir, collapse: bool, steps: int = 30, groups: int = 
                 png = png if passed else None
                 length = float(rng.uniform(0.2, 1.0))
                 reward = 0.05 + 0.05 * length + 0.9 * judge if passed else 0.0
-                rows.append({"run": "synthetic", "step": step, "group": f"{step}-{grp}", "row": grp, "position": pos,
-                             "image": png, "gate_passed": passed, "violations": [] if passed else ["no_sketch"],
-                             "render_unavailable": False, "paint_fraction": coverage / 2 if passed else None,
-                             "coverage": (coverage if passed else None), "reward": reward, "missing": [],
-                             "reward_gate": float(passed), "reward_length": length,
-                             "reward_judge": judge if passed else None})
+                rows.append(Rollout(
+                    run="synthetic", step=step, checkpoint=f"checkpoint-{step}", group=f"{step}-{grp}", row=grp,
+                    position=pos, prompt="paint", completion="", completion_chars=0, seed=0, image=png,
+                    gate_passed=passed, violations=[] if passed else ["no_sketch"],
+                    paint_fraction=coverage / 2 if passed else None, coverage=coverage if passed else None,
+                    reward=reward, rewards={"gate": float(passed), "length": length,
+                                            "judge": judge if passed else None}))
         archive.write(rows, step)
     return run_dir

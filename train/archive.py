@@ -7,11 +7,13 @@
     datasets.load_dataset("OUTPUT_DIR/rollouts", split="train")   # image decodes to PIL
     load_rollouts("OUTPUT_DIR")                                      # pandas, for salon audit
 
-One row per completion: run, step (optimizer steps done when it was generated: the policy is
+One row per completion, one column per field of `salon.train.rollout.Rollout` (its types give
+the column types): run, step (optimizer steps done when it was generated: the policy is
 `checkpoint` = checkpoint-<step>, or "base" at 0), group, row, subject, prompt, completion,
 code, seed, image (PNG), gate_passed, violations, each reward component in its own `reward_*`
 column (null when not computed or its scorer failed), `reward` (the total: null = missing),
-`missing` (which scorer failed), references, draw_seed, pool_release, judge, judge_version.
+`missing` (what failed: render, image, judge, a weighted image judge), references, draw_seed,
+pool_release, judge, judge_version, substituted_example (stand-in runs only).
 A shard is written to a temporary name and renamed, so a killed run loses at most the rollouts
 of the reward call in flight. `push_rollouts` publishes the folder like a pool release.
 """
@@ -24,16 +26,7 @@ import shutil
 import uuid
 from pathlib import Path
 
-BASE_COLUMNS = {
-    "run": "string", "step": "int64", "checkpoint": "string", "group": "string", "row": "int64",
-    "position": "int64", "process": "int64", "subject": "string", "prompt": "string", "completion": "string",
-    "completion_chars": "int64", "code": "string", "seed": "int64", "image": "image",
-    "gate_passed": "bool", "violations": "list", "js_errors": "list", "render_ms": "int64",
-    "render_unavailable": "bool", "paint_fraction": "float64", "coverage": "float64",
-    "reward": "float64", "missing": "list", "judge_reason": "string", "references": "list",
-    "reference_tiers": "list", "draw_seed": "int64", "pool_release": "string", "judge": "string",
-    "judge_version": "string", "substituted_example": "string", "created_at": "string",
-}
+from salon.train.rollout import Rollout, column_kinds
 
 
 def features(reward_columns: list[str]):
@@ -41,7 +34,7 @@ def features(reward_columns: list[str]):
 
     kinds = {"string": Value("string"), "int64": Value("int64"), "float64": Value("float64"),
              "bool": Value("bool"), "image": Image(), "list": List(Value("string"))}
-    cols = {name: kinds[kind] for name, kind in BASE_COLUMNS.items()}
+    cols = {name: kinds[kind] for name, kind in column_kinds().items()}
     cols.update({name: Value("float64") for name in reward_columns})
     return Features(cols)
 
@@ -57,12 +50,13 @@ class RolloutArchive:
         self.process_index = process_index
         self._features = features(self.reward_columns)
 
-    def write(self, rows: list[dict], step: int) -> Path | None:
-        if not rows:
+    def write(self, rollouts: list[Rollout], step: int) -> Path | None:
+        if not rollouts:
             return None
         import pyarrow.parquet as pq
         from datasets import Dataset
 
+        rows = [r.columns() for r in rollouts]
         columns = {name: [row.get(name) for row in rows] for name in self._features}
         for i, png in enumerate(columns["image"]):
             columns["image"][i] = {"bytes": png, "path": None} if png else None

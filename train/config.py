@@ -177,13 +177,9 @@ class RewardSettings:
     length_min_chars: int = 600  # length component 0 below, ramps to 1 at length_full_chars,
     length_full_chars: int = 12000  # stays 1 until length_max_chars, 0 above (the prior art's ramp
     length_max_chars: int = 24000  # in tokens x 4)
-    smoke_examples: float = 0.0  # TESTS ONLY: share of each group whose code is swapped for a bundled example
-    smoke_example_files: list[str] = field(default_factory=list)  # which curate/examples/*.js (default: all)
 
     def __post_init__(self):
         p = []
-        if not 0 <= self.smoke_examples <= 1:
-            p.append(f"reward.smoke_examples={self.smoke_examples}: a share in [0, 1]")
         if isinstance(self.image_judges, dict):
             p.append("reward.image_judges lists the image judges to compute (e.g. [paint_fraction, "
                      "colourfulness]); give their weights under reward.weights, e.g. reward.weights.colourfulness=0.2")
@@ -212,6 +208,23 @@ class RewardSettings:
 
     def weight(self, component: str) -> float:
         return float(self.weights.get(component, 0.0))
+
+
+@dataclass
+class SmokeSettings:
+    # smoke runs and benchmarks only (salon.train.smoke): a random policy writes no sketch, so this
+    # share of each group renders a bundled example instead; each such rollout is marked in the archive
+    examples: float = 0.0
+    example_files: list[str] = field(default_factory=list)  # names in curate/examples/ (default: all)
+
+    def __post_init__(self):
+        p = []
+        if not 0 <= self.examples <= 1:
+            p.append(f"smoke.examples={self.examples}: a share of each group in [0, 1] (0 = off)")
+        examples = Path(__file__).resolve().parent.parent / "curate" / "examples"
+        p += [f"smoke.example_files: {name} is not in curate/examples/" for name in self.example_files
+              if not (examples / name).is_file()]
+        _problems("smoke", p)
 
 
 @dataclass
@@ -260,7 +273,7 @@ class AuditSettings:
 
 
 SECTIONS = {"policy": PolicyConfig, "lora": LoraSettings, "grpo": GRPOSettings, "data": DataSettings,
-            "judge": JudgeSettings, "reward": RewardSettings, "render": RenderSettings,
+            "judge": JudgeSettings, "reward": RewardSettings, "smoke": SmokeSettings, "render": RenderSettings,
             "archive": ArchiveSettings, "audit": AuditSettings}
 
 
@@ -276,6 +289,7 @@ class TrainConfig:
     data: DataSettings = field(default_factory=DataSettings)
     judge: JudgeSettings = field(default_factory=JudgeSettings)
     reward: RewardSettings = field(default_factory=RewardSettings)
+    smoke: SmokeSettings = field(default_factory=SmokeSettings)
     render: RenderSettings = field(default_factory=RenderSettings)
     archive: ArchiveSettings = field(default_factory=ArchiveSettings)
     audit: AuditSettings = field(default_factory=AuditSettings)

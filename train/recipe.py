@@ -13,7 +13,9 @@ needs them and holds no logic of its own beyond that.
 1. models: the policy (folder, Hub id, or a tiny random one) with a LoRA on all linear layers;
    the pairwise judge and its references (a pinned pool release: a new release is a new reward);
 2. data: one conversational prompt per row (the curate package's painting prompt per subject);
-3. reward: `RewardAdapter` (salon.train.reward) with render worker processes and the archive;
+3. reward: `RewardAdapter` (salon.train.reward): a Scorer (judge, references, weights), render
+   worker processes behind its render step, a Recorder with the archive; a `smoke:` section swaps
+   bundled example sketches in (salon.train.smoke), for smoke runs and benchmarks only;
 4. TRL's GRPOTrainer with every checkpoint kept, resumable from any of them;
 5. afterwards: the archive's dataset card, and a push to the Hub when configured.
 """
@@ -165,7 +167,11 @@ def train(cfg: TrainConfig) -> dict:
     from salon.pool.card import salon_version
     from salon.train.archive import RolloutArchive, push_rollouts
     from salon.train.render_workers import RenderPool
-    from salon.train.reward import RewardAdapter, prefetching
+    from salon.train.recorder import Recorder
+    from salon.train.reward import RewardAdapter, prefetching, submit_each
+    from salon.train.rollout import Planner
+    from salon.train.scoring import Scorer
+    from salon.train.smoke import ExampleSketches
     from salon.train.tiny import resolve_model
 
     out = Path(cfg.output_dir)
@@ -195,11 +201,18 @@ def train(cfg: TrainConfig) -> dict:
     checkpoint = resume_checkpoint(cfg, out)
     render = RenderPool(RenderConfig(browsers=cfg.render.browsers, timeout_s=cfg.render.timeout_s),
                         workers=cfg.render.workers)
-    adapter = RewardAdapter(cfg.reward, judge=judge, references=refs, render=render, k=cfg.judge.k,
-                            mix=cfg.judge.mix, seed=cfg.seed, run=cfg.name, audit_settings=cfg.audit,
-                            audit_dir=out / "audit", process_index=state.process_index, absolute=absolute)
-    archive = adapter.archive = RolloutArchive(out / "rollouts", adapter.reward_columns, state.process_index)
+    scorer = Scorer(cfg.reward, judge=judge, references=refs, k=cfg.judge.k, mix=cfg.judge.mix, seed=cfg.seed,
+                    absolute=absolute)
+    archive = RolloutArchive(out / "rollouts", [f"reward_{c}" for c in scorer.components], state.process_index)
+    planner = Planner(cfg.seed)
+    if cfg.smoke.examples:
+        planner = ExampleSketches(planner, cfg.smoke.examples, cfg.smoke.example_files)
+    recorder = Recorder(scorer.components, archive=archive, audit=cfg.audit, audit_dir=out / "audit",
+                        process=state.process_index)
+    adapter = RewardAdapter(scorer, render=submit_each(render), recorder=recorder, planner=planner,
+                            run=cfg.name, process=state.process_index)
     provenance = {"run": cfg.name, "policy": cfg.policy.model, "judge": judge.name,
+                  "smoke_examples": cfg.smoke.examples,  # >0: a share of the code was stand-in examples
                   "judge_version": getattr(judge, "prompt_version", None), "pool_release": refs.release,
                   "references": refs.source, "salon_version": salon_version(), "config": cfg.to_dict()}
     if state.is_main_process:

@@ -1,269 +1,150 @@
-"""The TRL reward adapter: render, gate and judge completions, one float or None each.
+"""The TRL reward adapter: plan, render, score and record completions; one float or None each.
 
-    reward = RewardAdapter(settings, judge=judge, references=refs, render=render_pool, archive=archive)
-    GRPOTrainer(..., reward_funcs=[reward])          # TRL calls reward(prompts=..., completions=..., ...)
-    reward(prompts=p, completions=c)                 # also callable by hand: list[float | None]
+    adapter = RewardAdapter(Scorer(settings, judge=judge, references=refs), render=submit_each(render_pool),
+                            recorder=Recorder(scorer.components, archive=archive), run="hibiscus")
+    GRPOTrainer(..., reward_funcs=[adapter])         # TRL calls adapter(prompts=..., completions=..., ...)
+    adapter(prompts=p, completions=c)                # also callable by hand: list[float | None]
 
-Per completion (DESIGN.md "Reward for TRL"): the sketch is extracted from the reply and checked
-by the static gate at once; sketches that pass go to the render workers (other processes), all
-of the batch concurrently, or already at generation time (`prefetch`). Each group (the
-completions of one prompt) is judged as soon as its paintings exist, against one seeded
-reference draw shared by the whole group, while other groups still render.
+One sample through a call (`__call__` reads in this order):
 
-    gate fails                              -> settings.gate_penalty (an explicit score)
-    render unavailable / a weighted scorer  -> None: missing, counted in its own metric, never 0
-      could not answer (judge, absolute)
-    otherwise                               -> sum(weight x component) over gate, length, judge,
-                                               image judges, absolute scorer
+1. plan (salon.train.rollout.Planner): the sketch is extracted from the reply; its group (the
+   completions of one dataset row), position and render seed are fixed;
+2. gate and render: the static gate runs at once; sketches that pass go to the render step, all
+   of the batch together (or already at generation time: `prefetch`);
+3. score (salon.train.scoring.Scorer): as soon as every painting of a group exists, the group is
+   judged against one reference draw, while other groups still render. Gate failure gets the
+   configured penalty; an infrastructure failure (render unavailable, an undecodable PNG, a
+   weighted scorer without an answer) makes the sample None, never 0;
+4. record (salon.train.recorder.Recorder): a typed `Rollout` per sample goes to the archive, with
+   every component in its own `reward_*` column, and the statistics go to TRL's `log_metric`.
 
-TRL counts a None as 0 when another reward function answered, so this adapter is the only
-reward function and decides the whole sample. Every component of every rollout goes to the
-archive (`reward_*` columns) and, as means and stds, to TRL's metrics through `log_metric`,
-with the audit statistics and alarms of salon.train.audit.
+TRL counts a None as 0 when another reward function answered, so this adapter is the only reward
+function and decides the whole sample.
+
+The rendering seam is `RenderStep`: a callable that takes [(code, seed)] and returns one
+`Future[RenderResult]` each, in order, at once (never raising; an infrastructure failure is
+`RenderResult.infra`). `submit_each(x)` makes one from anything with `submit(code, seed)`: the
+render worker processes (salon.train.render_workers.RenderPool) or any other render backend.
 """
 
 from __future__ import annotations
 
-import io
-import logging
-import math
 import time
-from concurrent.futures import FIRST_COMPLETED, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from datetime import datetime, timezone
-from pathlib import Path
-
-from PIL import Image
+from typing import Protocol, Sequence
 
 from salon.curate import gate
-from salon.curate.extract import extract_code
 from salon.curate.render import RenderResult
-from salon.judges.winrate import draw_references, group_seed, judge_group
-from salon.train import audit
-from salon.train.config import AuditSettings, RewardSettings
-
-log = logging.getLogger(__name__)
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "curate" / "examples"
-IMAGE_SCALE = {"colourfulness": 100.0}  # Hasler-Suesstrunk: ~100 is extreme; components live in 0..1
+from salon.train.recorder import Recorder
+from salon.train.rollout import Planner, Rollout, Sample, completion_text
+from salon.train.scoring import Scored, Scorer
 
 
-def completion_text(completion) -> str:
-    """TRL gives a string (standard) or a list of messages (conversational)."""
-    if isinstance(completion, str):
-        return completion
-    return "".join(m.get("content") or "" for m in completion if isinstance(m, dict))
+class RenderStep(Protocol):
+    def __call__(self, items: Sequence[tuple[str, int]]) -> list[Future]:
+        """Start rendering every (code, seed); one Future[RenderResult] each, in order, at once."""
+        ...
 
 
-def prompt_key(prompt) -> str:
-    return prompt if isinstance(prompt, str) else "\x1e".join(str(m.get("content")) for m in prompt)
-
-
-def length_score(chars: int, s: RewardSettings) -> float:
-    if chars < s.length_min_chars or chars > s.length_max_chars:
-        return 0.0
-    return min(1.0, (chars - s.length_min_chars) / (s.length_full_chars - s.length_min_chars))
+def submit_each(backend) -> RenderStep:
+    """A RenderStep over anything with `submit(code, seed) -> Future[RenderResult]`."""
+    return lambda items: [backend.submit(code, seed) for code, seed in items]
 
 
 class RewardAdapter:
     """A TRL reward function (see module doc). `__name__` is what TRL logs it as."""
 
-    def __init__(self, settings: RewardSettings, *, judge, references, render, archive=None, k: int = 4,
-                 mix: dict | None = None, seed: int = 0, run: str = "run", audit_settings: AuditSettings | None = None,
-                 audit_dir: str | Path | None = None, process_index: int = 0, absolute=None):
-        from salon.judges.registry import load_judge
-
+    def __init__(self, scorer: Scorer, *, render: RenderStep, recorder: Recorder | None = None,
+                 planner: Planner | None = None, run: str = "run", process: int = 0):
         self.__name__ = "salon_reward"
-        self.s, self.judge, self.refs, self.render, self.archive = settings, judge, references, render, archive
-        self.k, self.mix, self.seed, self.run = k, mix, seed, run
-        self.audit_settings = audit_settings or AuditSettings()
-        self.audit_dir = Path(audit_dir) if audit_dir else None
-        self.process_index = process_index
-        self.image_judges = {name: load_judge(name) for name in settings.image_judges}
-        self.absolute = absolute
-        self.components = ["gate", "length", "judge", *settings.image_judges] + (["absolute"] if absolute else [])
-        self.history: list[dict] = []  # per-step audit stats, for the alarms
-        self._recent: list[dict] = []  # rollouts of the last audit window (no images), for correlations
-        self._prefetched: dict = {}
-        names = settings.smoke_example_files
-        self._examples = ([EXAMPLES / n for n in names] if names else sorted(EXAMPLES.glob("*.js"))) \
-            if settings.smoke_examples else []
+        self.scorer, self.render, self.run, self.process = scorer, render, run, process
+        self.recorder = recorder or Recorder(scorer.components, process=process)
+        self.planner = planner or Planner(scorer.seed)
+        self._prefetched: dict[tuple[str, int], Future] = {}
         self.calls = 0
 
     @property
     def reward_columns(self) -> list[str]:
-        return [f"reward_{c}" for c in self.components]
-
-    # ---- planning: which code, which seed, for each completion --------------------------------
-    def _plan(self, prompts, texts, step: int, rows=None, substitute: bool = True) -> list[dict]:
-        """Code and seed per completion. A group is one dataset row (TRL repeats a row
-        num_generations times); the render seed and the reference draw depend on the prompt only,
-        so rows of one subject in a step share them."""
-        plans, seen, sizes = [], {}, {}
-        keys = [(None if rows is None else rows[i], prompt_key(p)) for i, p in enumerate(prompts)]
-        for key in keys:
-            sizes[key] = sizes.get(key, 0) + 1
-        for key, text in zip(keys, texts):
-            position = seen[key] = seen.get(key, -1) + 1
-            plan = {"key": key, "prompt": key[1], "position": position, "text": text, "example": None,
-                    "seed": group_seed(self.seed, "render", step, key[1]) & 0xFFFFFFFF,
-                    "group": f"{step}-{group_seed(*key) % 16**8:08x}"}
-            if substitute and self._examples and position < math.ceil(self.s.smoke_examples * sizes[key]):
-                example = self._examples[group_seed(self.seed, step, *key, position) % len(self._examples)]
-                plan["example"], plan["code"] = example.name, example.read_text()
-            else:
-                plan["code"] = extract_code(text)
-            plans.append(plan)
-        return plans
-
-    def _start(self, plan: dict):
-        """The static gate now; a render future for sketches that pass it."""
-        static = gate.static_violations(plan["code"])
-        if static:
-            return RenderResult(ok=False, violations=static)
-        fut = self._prefetched.pop((plan["code"], plan["seed"]), None)
-        return fut if fut is not None else self.render.submit(plan["code"], plan["seed"])
-
-    def prefetch(self, prompts, completions, step: int) -> None:
-        """Start rendering the policy's sketches right after generation (TRL computes log-probs
-        before it asks for rewards); the reward call picks the futures up by (code, seed)."""
-        self._prefetched.clear()
-        texts = [completion_text(c) for c in completions]
-        for plan in self._plan(prompts, texts, step, substitute=False):
-            if not gate.static_violations(plan["code"]):
-                self._prefetched[(plan["code"], plan["seed"])] = self.render.submit(plan["code"], plan["seed"])
+        return [f"reward_{c}" for c in self.scorer.components]
 
     # ---- the TRL reward function ---------------------------------------------------------------
     def __call__(self, prompts, completions, trainer_state=None, log_metric=None, **columns) -> list[float | None]:
         t0 = time.perf_counter()
         step = trainer_state.global_step if trainer_state is not None else self.calls
         self.calls += 1
-        texts = [completion_text(c) for c in completions]
-        plans = self._plan(prompts, texts, step, columns.get("row"))
-        started = [self._start(p) for p in plans]
-        groups: dict[str, list[int]] = {}
-        for i, p in enumerate(plans):
-            groups.setdefault(p["key"], []).append(i)
-        rows: list[dict] = [{} for _ in plans]
+        samples = self.planner.plan(prompts, [completion_text(c) for c in completions], step,
+                                    columns.get("row"), columns.get("subject"))
+        started = self._start(samples)
+        rollouts: list[Rollout | None] = [None] * len(samples)
         timing = {"render_wait_s": 0.0, "judge_s": 0.0}
-        pending = dict(groups)
-        while pending:
-            futures = [started[i] for idx in pending.values() for i in idx if not isinstance(started[i], RenderResult)]
-            tw = time.perf_counter()
-            if futures and not any(f.done() for f in futures):
-                wait(futures, return_when=FIRST_COMPLETED)
-            timing["render_wait_s"] += time.perf_counter() - tw
-            for key in [k for k, idx in pending.items() if all(_ready(started[i]) for i in idx)]:
-                idx = pending.pop(key)
-                tj = time.perf_counter()
-                self._score_group([plans[i] for i in idx], [_result(started[i]) for i in idx], step,
-                                  [rows[i] for i in idx], columns, idx)
-                timing["judge_s"] += time.perf_counter() - tj
-        rewards = [row["reward"] for row in rows]
-        self._record(rows, step, log_metric, timing, time.perf_counter() - t0)
-        return rewards
+        for group, results, waited in _groups_as_rendered(samples, started):
+            timing["render_wait_s"] += waited
+            tj = time.perf_counter()
+            for sample, result, scored in zip(group, results, self.scorer.score_group(group, results, step)):
+                rollouts[sample.index] = self._rollout(sample, result, scored, step)
+            timing["judge_s"] += time.perf_counter() - tj
+        timing["reward_s"] = time.perf_counter() - t0
+        self.recorder.record(rollouts, step, log_metric, timing)
+        return [r.reward for r in rollouts]
 
-    def _score_group(self, plans, results, step, rows, columns, idx) -> None:
-        images = [_image(r) for r in results]
-        passed = [i for i, r in enumerate(results) if r.ok and images[i] is not None]
-        draw = draw_references(self.refs, self.k, self.mix, seed=group_seed(self.seed, step, plans[0]["prompt"]))
-        judged: list = [None] * len(plans)
-        reasons: list = [None] * len(plans)
-        if passed:
-            try:
-                scored = judge_group(self.judge, [images[i] for i in passed], draw)
-                for j, i in enumerate(passed):
-                    judged[i], reasons[i] = scored.scores[j], scored.reasons[j]
-            except Exception as e:  # a judge that raises is down: missing, never a bad painting
-                log.warning("judge failed on a group: %s", e)
-                for i in passed:
-                    reasons[i] = f"judge failed: {type(e).__name__}: {e}"
-        extra = {name: _safe_scores(j, [images[i] for i in passed]) for name, j in self.image_judges.items()}
-        if self.absolute is not None:
-            extra["absolute"] = _safe_scores(self.absolute, [images[i] for i in passed])
-        present = [i for i, im in enumerate(images) if im is not None]
-        coverage = dict(zip(present, _safe_scores(_Coverage(), [images[i] for i in present])))
-        at = {i: j for j, i in enumerate(passed)}
-        for i, (plan, res, row) in enumerate(zip(plans, results, rows)):
-            comp = {c: None for c in self.components}
-            comp["gate"] = 1.0 if i in at else 0.0
-            comp["length"] = length_score(len(plan["text"]), self.s)
-            missing = []
-            if res.unavailable:
-                missing.append("render")
-            if i in at:
-                comp["judge"] = judged[i]
-                for name, values in extra.items():
-                    v = values[at[i]]
-                    comp[name] = None if v is None else min(1.0, v / IMAGE_SCALE.get(name, 1.0))
-                missing += [c for c in self.components if comp[c] is None and self.s.weight(c) > 0]
-            if missing:
-                total = None
-            elif i not in at:
-                total = self.s.gate_penalty
+    def prefetch(self, prompts, completions, step: int) -> None:
+        """Start rendering right after generation (TRL computes log-probs before it asks for
+        rewards); the reward call picks the futures up by (code, seed)."""
+        samples = self.planner.plan(prompts, [completion_text(c) for c in completions], step)
+        todo = list({(s.code, s.seed): None for s in samples if not gate.static_violations(s.code)})
+        self._prefetched = dict(zip(todo, self.render(todo)))
+
+    # ---- the steps -----------------------------------------------------------------------------
+    def _start(self, samples: list[Sample]) -> list[RenderResult | Future]:
+        """The static gate now; a render future (prefetched or new) for each sketch that passes."""
+        started: list[RenderResult | Future | None] = [None] * len(samples)
+        todo = []
+        for i, s in enumerate(samples):
+            static = gate.static_violations(s.code)
+            if static:
+                started[i] = RenderResult(ok=False, violations=static)
+            elif (s.code, s.seed) in self._prefetched:
+                started[i] = self._prefetched.pop((s.code, s.seed))
             else:
-                total = sum(self.s.weight(c) * comp[c] for c in self.components if self.s.weight(c) > 0)
-            row.update(self._row(plan, res, comp, total, missing, draw, step, idx[i], columns,
-                                 reasons[i] if i in at else ("not judged: gate failed" if not res.unavailable
-                                                             else "not judged: render unavailable"),
-                                 coverage.get(i), images[i]))
+                todo.append(i)
+        for i, fut in zip(todo, self.render([(samples[i].code, samples[i].seed) for i in todo])):
+            started[i] = fut
+        self._prefetched.clear()  # what this call did not use belongs to another step's sketches
+        return started
 
-    def _row(self, plan, res, comp, total, missing, draw, step, index, columns, reason, coverage, image) -> dict:
-        subject = columns.get("subject", [None] * (index + 1))[index]
-        row_id = columns.get("row", [None] * (index + 1))[index]
-        return {
-            "run": self.run, "step": step, "checkpoint": f"checkpoint-{step}" if step else "base",
-            "group": plan["group"], "row": row_id, "position": plan["position"], "process": self.process_index,
-            "subject": subject, "prompt": plan["prompt"], "completion": plan["text"],
-            "completion_chars": len(plan["text"]), "code": plan["code"], "seed": plan["seed"], "image": res.png,
-            "gate_passed": comp["gate"] == 1.0, "violations": list(res.violations), "js_errors": list(res.js_errors),
-            "render_ms": res.render_ms, "render_unavailable": bool(res.unavailable),
-            "paint_fraction": res.paint_fraction, "coverage": coverage, "reward": total, "missing": missing,
-            "judge_reason": reason, "references": [r.id for r in draw.references],
-            "reference_tiers": [r.tier or "" for r in draw.references], "draw_seed": draw.seed,
-            "pool_release": self.refs.release, "judge": self.judge.name,
-            "judge_version": getattr(self.judge, "prompt_version", None), "substituted_example": plan["example"],
-            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            **{f"reward_{c}": comp[c] for c in self.components}, "_pil": image,
-        }
-
-    # ---- archive, metrics, audit ---------------------------------------------------------------
-    def _record(self, rows, step, log_metric, timing, total_s) -> None:
-        images = [row.pop("_pil") for row in rows]
-        if self.archive is not None:
-            self.archive.write(rows, step)
-        stats = audit.batch_stats(rows, images, self.components)
-        self._recent = [r for r in self._recent if r["step"] > step - self.audit_settings.window] + rows
-        checks = audit.window_checks(self._recent, self.components, self.audit_settings)
-        stats.update({f"corr/{k}": v for k, v in checks["correlation"].items()})
-        stats.update({f"alarm/correlated/{k}": 1.0 for k in checks["correlated"]})
-        stats.update({f"alarm/saturated/{c}": 1.0 for c in checks["saturated"]})
-        stats.update({f"time/{k}": v for k, v in timing.items()}, **{"time/reward_s": total_s})
-        self._remember(step, stats)
-        alarms = audit.alarms(self.history, self.audit_settings)
-        for alarm in alarms:
-            if alarm["step"] == step:
-                log.warning("audit alarm at step %d: %s", step, alarm["message"])
-        stats.update({f"alarm/{a['name']}": 1.0 for a in alarms if a["step"] == step})
-        if log_metric is not None:
-            for name, value in stats.items():
-                if value is not None and not (isinstance(value, float) and math.isnan(value)):
-                    log_metric(f"salon/{name}", float(value))
-        every = self.audit_settings.grid_every
-        if self.audit_dir is not None and every and step % every == 0 and self.process_index == 0:
-            audit.save_grid(images, rows, self.audit_dir / "grids" / f"step-{step:06d}.png")
-
-    def _remember(self, step: int, stats: dict) -> None:
-        if self.history and self.history[-1]["step"] == step:
-            self.history[-1] = {**self.history[-1], **stats}  # another call of the same step
-        else:
-            self.history.append({"step": step, **stats})
+    def _rollout(self, s: Sample, res: RenderResult, scored: Scored, step: int) -> Rollout:
+        draw, judge = scored.draw, self.scorer.judge
+        return Rollout(
+            run=self.run, step=step, checkpoint=f"checkpoint-{step}" if step else "base", group=s.group,
+            row=s.row, position=s.position, process=self.process, subject=s.subject, prompt=s.prompt,
+            completion=s.completion, completion_chars=len(s.completion), code=s.code, seed=s.seed, image=res.png,
+            gate_passed=scored.components["gate"] == 1.0, violations=list(res.violations),
+            js_errors=list(res.js_errors), render_ms=res.render_ms, render_unavailable=bool(res.unavailable),
+            paint_fraction=res.paint_fraction, coverage=scored.coverage, reward=scored.total,
+            missing=scored.missing, judge_reason=scored.reason, references=[r.id for r in draw.references],
+            reference_tiers=[r.tier or "" for r in draw.references], draw_seed=draw.seed,
+            pool_release=self.scorer.references.release, judge=judge.name,
+            judge_version=getattr(judge, "prompt_version", None), substituted_example=s.substituted_example,
+            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), rewards=scored.components,
+            painting=scored.painting)
 
 
-class _Coverage:
-    def score(self, images):
-        from salon.judges.image_judges import composition
-
-        return [composition(im).coverage for im in images]
+def _groups_as_rendered(samples: list[Sample], started: list):
+    """Yield (samples, results, seconds waited) per group, each as soon as all its renders are done."""
+    pending: dict[str, list[int]] = {}
+    for i, s in enumerate(samples):
+        pending.setdefault(s.group, []).append(i)
+    while pending:
+        futures = [started[i] for idx in pending.values() for i in idx if isinstance(started[i], Future)]
+        tw = time.perf_counter()
+        if futures and not any(f.done() for f in futures):
+            wait(futures, return_when=FIRST_COMPLETED)
+        waited = time.perf_counter() - tw
+        for group in [g for g, idx in pending.items() if all(_ready(started[i]) for i in idx)]:
+            idx = pending.pop(group)
+            yield [samples[i] for i in idx], [_result(started[i]) for i in idx], waited
+            waited = 0.0
 
 
 def _ready(x) -> bool:
@@ -272,26 +153,6 @@ def _ready(x) -> bool:
 
 def _result(x) -> RenderResult:
     return x if isinstance(x, RenderResult) else x.result()
-
-
-def _image(result: RenderResult):
-    if not result.png:
-        return None
-    try:
-        return Image.open(io.BytesIO(result.png)).convert("RGB")
-    except OSError:
-        return None
-
-
-def _safe_scores(judge, images) -> list:
-    if not images:
-        return []
-    try:
-        values = list(judge.score(images))
-        return values if len(values) == len(images) else [None] * len(images)
-    except Exception as e:  # a scorer that raises could not answer: missing
-        log.warning("image judge %s failed: %s", getattr(judge, "name", judge), e)
-        return [None] * len(images)
 
 
 def prefetching(generate, adapter: RewardAdapter, trainer):

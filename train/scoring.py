@@ -1,0 +1,157 @@
+"""Scoring one group of rollouts: gate, length, pairwise judge, image judges, the total.
+
+    scorer = Scorer(settings, judge=judge, references=refs, k=4, mix={"love": 0.5, "okay": 0.5})
+    scored = scorer.score_group(samples, results, step)    # one Scored per sample, same order
+
+The completions of one prompt (a group) are judged together against one seeded reference draw,
+so their advantages reflect the paintings and not the draw. The rules, per sample:
+
+    render unavailable, or the PNG of a painting   -> total None: missing, listed in `missing`,
+      that passed cannot be decoded, or a            never 0 (an infrastructure failure says
+      weighted scorer could not answer               nothing about the painting)
+    gate failed (static or in the browser)         -> settings.gate_penalty, an explicit score
+    otherwise                                      -> sum(weight x component) over gate, length,
+                                                      judge, image judges, absolute scorer
+
+Every component is kept (None where it was not computed or its scorer failed), weighted or not.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from dataclasses import dataclass, field
+
+from PIL import Image
+
+from salon.curate.render import RenderResult
+from salon.judges.references import ReferenceSet
+from salon.judges.winrate import ReferenceDraw, draw_references, group_seed, judge_group
+from salon.train.config import RewardSettings
+from salon.train.rollout import Sample
+
+log = logging.getLogger(__name__)
+
+IMAGE_SCALE = {"colourfulness": 100.0}  # Hasler-Suesstrunk: ~100 is extreme; components live in 0..1
+
+
+def length_score(chars: int, s: RewardSettings) -> float:
+    if chars < s.length_min_chars or chars > s.length_max_chars:
+        return 0.0
+    return min(1.0, (chars - s.length_min_chars) / (s.length_full_chars - s.length_min_chars))
+
+
+def decode(png: bytes | None) -> Image.Image | None:
+    if not png:
+        return None
+    try:
+        return Image.open(io.BytesIO(png)).convert("RGB")
+    except (OSError, ValueError):  # truncated or not a PNG at all
+        return None
+
+
+@dataclass
+class Scored:
+    """The scores of one sample."""
+
+    components: dict[str, float | None]
+    total: float | None
+    missing: list[str]
+    reason: str | None  # why the judge gave no score (or why it was not asked)
+    draw: ReferenceDraw
+    painting: Image.Image | None
+    coverage: float | None
+
+
+@dataclass
+class Scorer:
+    settings: RewardSettings
+    judge: object  # a salon.judges Judge
+    references: ReferenceSet
+    k: int = 4
+    mix: dict | None = None
+    seed: int = 0
+    absolute: object | None = None  # an ImageJudge scoring 0..1 (weights.absolute)
+    image_judges: dict = field(init=False)
+
+    def __post_init__(self):
+        from salon.judges.registry import load_judge
+
+        self.image_judges = {name: load_judge(name) for name in self.settings.image_judges}
+
+    @property
+    def components(self) -> list[str]:
+        return ["gate", "length", "judge", *self.image_judges] + (["absolute"] if self.absolute else [])
+
+    def score_group(self, samples: list[Sample], results: list[RenderResult], step: int) -> list[Scored]:
+        images = [decode(r.png) for r in results]
+        passed = [i for i, r in enumerate(results) if r.ok and images[i] is not None]
+        draw = draw_references(self.references, self.k, self.mix, seed=group_seed(self.seed, step, samples[0].prompt))
+        judged, reasons = self._judge([images[i] for i in passed], draw)
+        extra = {name: _safe_scores(j, [images[i] for i in passed]) for name, j in self.image_judges.items()}
+        if self.absolute is not None:
+            extra["absolute"] = _safe_scores(self.absolute, [images[i] for i in passed])
+        present = [i for i, im in enumerate(images) if im is not None]
+        coverage = dict(zip(present, _safe_scores(_Coverage(), [images[i] for i in present])))
+        at = {i: j for j, i in enumerate(passed)}
+        out = []
+        for i, (sample, res) in enumerate(zip(samples, results)):
+            comp = {c: None for c in self.components}
+            comp["gate"] = 1.0 if i in at else 0.0
+            comp["length"] = length_score(len(sample.completion), self.settings)
+            missing = []
+            if res.unavailable:
+                missing.append("render")
+                reason = "not judged: render unavailable"
+            elif res.ok and images[i] is None:
+                missing.append("image")  # it passed the gate: the painting exists, we failed to read it
+                reason = "not judged: the rendered PNG could not be decoded"
+            elif i not in at:
+                reason = "not judged: gate failed"
+            else:
+                j = at[i]
+                comp["judge"], reason = judged[j], reasons[j]
+                for name, values in extra.items():
+                    v = values[j]
+                    comp[name] = None if v is None else min(1.0, v / IMAGE_SCALE.get(name, 1.0))
+                missing += [c for c in self.components if comp[c] is None and self.settings.weight(c) > 0]
+            out.append(Scored(comp, self._total(comp, missing, passed=i in at), missing, reason, draw,
+                              images[i], coverage.get(i)))
+        return out
+
+    def _judge(self, images, draw) -> tuple[list, list]:
+        if not images:
+            return [], []
+        try:
+            scored = judge_group(self.judge, images, draw)
+            return scored.scores, scored.reasons
+        except Exception as e:  # a judge that raises is down: missing, never a bad painting
+            log.warning("judge failed on a group: %s", e)
+            return [None] * len(images), [f"judge failed: {type(e).__name__}: {e}"] * len(images)
+
+    def _total(self, comp: dict, missing: list[str], passed: bool) -> float | None:
+        if missing:
+            return None
+        if not passed:
+            return self.settings.gate_penalty
+        return sum(self.settings.weight(c) * comp[c] for c in self.components if self.settings.weight(c) > 0)
+
+
+class _Coverage:
+    name = "coverage"
+
+    def score(self, images):
+        from salon.judges.image_judges import composition
+
+        return [composition(im).coverage for im in images]
+
+
+def _safe_scores(judge, images) -> list:
+    if not images:
+        return []
+    try:
+        values = list(judge.score(images))
+        return values if len(values) == len(images) else [None] * len(images)
+    except Exception as e:  # a scorer that raises could not answer: missing
+        log.warning("image judge %s failed: %s", getattr(judge, "name", judge), e)
+        return [None] * len(images)
