@@ -2,6 +2,7 @@
 
     salon render SKETCH... [--json]      salon pool stats|label|import|export|push|pull
     salon curate generate|guides         salon app       salon judge       salon train / audit
+    salon env serve
 
 Each subcommand lives in `salon.apps.cmd_<name>` and exposes `add_parser(subparsers)`; the
 parser's `run(args) -> int` does the work. Heavy imports (torch, playwright, gradio) happen
@@ -14,9 +15,10 @@ import argparse
 import importlib
 import sys
 
+from salon.pool.card import salon_version
 from salon.pool.errors import SalonError
 
-COMMANDS = ["render", "pool", "curate", "app", "judge", "train", "audit"]
+COMMANDS = ["render", "pool", "curate", "app", "judge", "train", "audit", "env"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,15 +34,6 @@ def build_parser() -> argparse.ArgumentParser:
             continue  # area not built yet
         module.add_parser(sub)
     return parser
-
-
-def salon_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("salon")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 
 def main(argv: list[str] | None = None) -> int:
