@@ -8,18 +8,22 @@ problems of every one of them (and unknown keys, and bad override syntax), and r
 `ConfigError` listing them all. Overrides are `dotted.key=value`, the value read as YAML
 (`grpo.beta=0.01`, `data.subjects=[koi, peony]`, `judge.kwargs.device=cuda`).
 
-Model fields take a local folder, a Hub id, or `tiny:ARCH`: a tiny random model built from a
-config into the output folder (salon.train.tiny), so `smoke.yaml` runs fully offline on a CPU.
+Model fields take a local folder, a Hub id, `tiny:ARCH`: a tiny random model built from a
+config into the output folder (salon.train.tiny), so `smoke.yaml` runs fully offline on a CPU,
+or `random:NAME` (random:qwen3-1.7b, random:qwen2.5-vl-7b): the named architecture in its real
+shape with random weights (salon.train.shapes), for benchmarks and smoke runs on a GPU node.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from salon.pool.errors import ConfigError
 
+GENERATION_ENGINES = ("transformers", "continuous_batching", "vllm_server", "vllm_colocate")
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo")
 SCALE_REWARDS = ("group", "batch", "none")
 IMAGE_JUDGES = ("paint_fraction", "colourfulness", "composition")
@@ -89,7 +93,12 @@ class GRPOSettings:
     use_cpu: bool = False
     bf16: bool = True
     gradient_checkpointing: bool = True
-    use_vllm: bool = False
+    # How completions are generated (TRL's engines): transformers (plain generate), continuous_batching
+    # (transformers' paged engine, no extra package), vllm_server (a `trl vllm-serve` process on other
+    # GPUs, at vllm_server_base_url), vllm_colocate (vLLM in the training process, sharing the GPU).
+    generation: str = "transformers"
+    vllm_server_base_url: str | None = None  # vllm_server: e.g. http://127.0.0.1:8000 (default: TRL's host:port)
+    vllm_gpu_memory_utilization: float = 0.3  # vllm_colocate: the card's share vLLM may take
     extra: dict = field(default_factory=dict)  # any other GRPOConfig field, passed as is
 
     def __post_init__(self):
@@ -122,6 +131,14 @@ class GRPOSettings:
             p.append(f"grpo.loss_type={self.loss_type!r}: use one of {', '.join(LOSS_TYPES)}")
         if isinstance(self.report_to, str):
             self.report_to = [self.report_to]
+        if self.generation not in GENERATION_ENGINES:
+            p.append(f"grpo.generation={self.generation!r}: use one of {', '.join(GENERATION_ENGINES)}")
+        elif self.generation.startswith("vllm") and importlib.util.find_spec("vllm") is None:
+            p.append(f"grpo.generation={self.generation}: vLLM is not installed here (`pip install vllm` on the "
+                     "GPU node, a build matching its CUDA); or use generation=continuous_batching, which needs "
+                     "no extra package")
+        if not 0 < self.vllm_gpu_memory_utilization < 1:
+            p.append(f"grpo.vllm_gpu_memory_utilization={self.vllm_gpu_memory_utilization}: a share in (0, 1)")
         _problems("grpo", p)
 
 

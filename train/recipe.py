@@ -101,7 +101,7 @@ def grpo_args(cfg: TrainConfig, out: Path):
         temperature=g.temperature, top_p=g.top_p, top_k=g.top_k, scale_rewards=g.scale_rewards,
         loss_type=g.loss_type, max_steps=g.max_steps, logging_steps=g.logging_steps, report_to=g.report_to,
         use_cpu=g.use_cpu, bf16=g.bf16 and not g.use_cpu, gradient_checkpointing=g.gradient_checkpointing,
-        use_vllm=g.use_vllm,
+        **generation_kwargs(g),
         # every checkpoint is kept: the prior art's good checkpoints were gone when its reward hacked
         save_strategy="steps", save_steps=g.save_steps, save_total_limit=None,
         model_init_kwargs={"dtype": dtype, "attn_implementation": cfg.policy.attn_implementation},
@@ -109,6 +109,18 @@ def grpo_args(cfg: TrainConfig, out: Path):
         remove_unused_columns=False, dataloader_num_workers=0, log_completions=False,
         **{k: v for k, v in g.extra.items() if k != "project"},
     )
+
+
+def generation_kwargs(g) -> dict:
+    """GRPOConfig fields for grpo.generation (TRL's engines)."""
+    if g.generation == "continuous_batching":
+        return {"use_transformers_continuous_batching": True}
+    if g.generation == "vllm_server":  # start it first: `trl vllm-serve --model MODEL` on other GPUs
+        return {"use_vllm": True, "vllm_mode": "server",
+                **({"vllm_server_base_url": g.vllm_server_base_url} if g.vllm_server_base_url else {})}
+    if g.generation == "vllm_colocate":
+        return {"use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": g.vllm_gpu_memory_utilization}
+    return {}
 
 
 def resume_checkpoint(cfg: TrainConfig, out: Path) -> str | None:
