@@ -1,0 +1,35 @@
+"""TRL trains against `salon env serve` through its OpenEnv integration (environment_factory):
+a tiny policy on a CPU, a real server on 127.0.0.1, two GRPO steps."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("openenv")
+pytest.importorskip("trl")
+
+from env_support import env_server  # noqa: E402
+
+from salon.curate.render import RenderConfig  # noqa: E402
+from salon.train.env_paint import EnvConfig  # noqa: E402
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def test_grpo_trains_against_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    from salon.train.openenv_grpo import train
+
+    config = EnvConfig(references="tiny:refs", k=2, max_sessions=8, cache_dir=str(tmp_path / "env"),
+                       render=RenderConfig(browsers=1, timeout_s=60))
+    with env_server(config) as (url, painter):
+        trainer = train(url, "tiny:qwen3", str(tmp_path / "run"), ["koi"], repeat=2, max_steps=2,
+                        num_generations=4, max_completion_length=16, cpu=True)
+        steps = painter.steps
+    assert trainer.state.global_step == 2
+    assert steps == 8  # every rollout of both steps was scored by the server: 2 steps x 4 generations
+    logged = [h["rewards/environment_reward/mean"] for h in trainer.state.log_history
+              if "rewards/environment_reward/mean" in h]
+    # a random tiny policy writes no sketch: the server's gate penalty (0.0), an explicit score, every time
+    assert logged == [0.0, 0.0]
