@@ -66,10 +66,8 @@ def build(device="cuda", dtype=torch.bfloat16):
     from transformers import (PreTrainedTokenizerFast, Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration,
                               Qwen2_5_VLProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor)
 
-    sys.path.insert(0, str(REPO / "tests"))
-    from fixtures_models import CHAT_TEMPLATE, SPECIALS
-
     from salon.judges.prompt import PAIRWISE_PROMPT
+    from salon.train.tiny import CHAT_TEMPLATE, SPECIALS
 
     # word-level-ish merges on the prompt's own words, so its text costs about what Qwen's BPE charges
     tok = Tokenizer(models.BPE())

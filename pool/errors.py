@@ -22,10 +22,6 @@ class SetupError(SalonError):
     """Something the environment must provide is missing (Chromium, npm assets, an extra)."""
 
 
-class RenderUnavailable(SalonError):
-    """The render sandbox could not render (browser died or would not start): infrastructure."""
-
-
 class PoolError(SalonError):
     """The pool store is missing, locked, corrupt or was given bad input."""
 

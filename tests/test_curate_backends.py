@@ -25,16 +25,16 @@ SUBJECT = SubjectBook.load().get("peach hibiscus")
 
 @pytest.fixture(scope="module")
 def tiny_lm(tmp_path_factory):
-    from fixtures_models import build_tiny_text_lm
+    from salon.train.tiny import build_lm
 
-    return str(build_tiny_text_lm(tmp_path_factory.mktemp("lm")))
+    return str(build_lm(tmp_path_factory.mktemp("lm"), "qwen2"))
 
 
 @pytest.fixture(scope="module")
 def tiny_vl(tmp_path_factory):
-    from fixtures_models import build_tiny_qwen_vl
+    from salon.train.tiny import build_vl
 
-    return str(build_tiny_qwen_vl(tmp_path_factory.mktemp("vl"), arch="qwen2_5_vl"))
+    return str(build_vl(tmp_path_factory.mktemp("vl"), arch="qwen2_5_vl"))
 
 
 @pytest.fixture(scope="module")

@@ -79,9 +79,9 @@ async def test_bad_backends_are_counted_and_nothing_is_lost(tmp_path, renderer):
 
 
 async def test_hf_model_writes_garbage_that_counts_as_rejects(tmp_path, renderer):
-    from fixtures_models import build_tiny_text_lm
+    from salon.train.tiny import build_lm
 
-    folder = build_tiny_text_lm(tmp_path / "lm")
+    folder = build_lm(tmp_path / "lm", "qwen2")
     config = _config(tmp_path, [f"hf:{folder}"], max_tokens=32)
     config.backend.timeout_s = 60
     report = await generate_async(config, renderer)
@@ -130,10 +130,10 @@ async def test_killed_run_resumes_up_to_n(tmp_path, renderer):
 
 
 async def test_guided_refinement_rounds(tmp_path, renderer):
-    from fixtures_models import build_tiny_qwen_vl
+    from salon.train.tiny import build_vl
     from PIL import Image
 
-    critic = build_tiny_qwen_vl(tmp_path / "vl", arch="qwen2_5_vl")
+    critic = build_vl(tmp_path / "vl", arch="qwen2_5_vl")
     guides = tmp_path / "pool" / "guides" / "peach-hibiscus"
     guides.mkdir(parents=True)
     Image.new("RGB", (64, 48), (240, 160, 120)).save(guides / "510004.jpg")

@@ -3,6 +3,7 @@
     resolve_model("tiny:qwen3", folder)          -> folder with a tiny Qwen3 causal LM + tokenizer
     resolve_model("tiny:qwen2_5_vl", folder)     -> folder with a tiny Qwen2.5-VL + processor
     resolve_references("tiny:refs", folder)      -> folder with love/ and okay/ synthetic paintings
+    build_lm(folder, "qwen2"), build_vl(folder, "qwen3_vl")   the builders (tests use them too)
 
 Anything not starting with `tiny:` is returned unchanged (a folder or Hub id). The models are
 random (seed 0), real transformers classes saved with `save_pretrained` and loaded back with the
@@ -26,11 +27,13 @@ CHAT_TEMPLATE = (
     "{% elif item['type'] == 'text' %}{{ item['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n"
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
-CORPUS = ["function setup() { createCanvas(600, 600, WEBGL); brush.fill('#e8734a', 120); }",
-          "Painting A: Painting B: Which is the better watercolour painting? Answer A or B.",
-          "You are a watercolour painter who paints with code. Paint a peach hibiscus."]
+# byte-level BPE over every byte: each ASCII character (in particular "A" and "B") is one token
+CORPUS = ["Painting A: Painting B: Which is the better watercolour painting? Answer with one letter, A or B.",
+          "A watercolour of a peach hibiscus, loose washes, soft edges, a fully painted canvas.",
+          "You are a careful art critic. Compare composition, colour, brushwork and finish.",
+          "The quick brown fox jumps over the lazy dog. 0123456789 user assistant system"]
 POLICY_ARCHS = ("qwen2", "qwen3")
-JUDGE_ARCHS = ("qwen2_5_vl",)
+JUDGE_ARCHS = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
 
 
 def is_tiny(spec: str | None) -> bool:
@@ -60,16 +63,17 @@ def resolve_model(spec: str, folder: Path) -> str:
     if (folder / "config.json").exists():
         return str(folder)
     if arch in POLICY_ARCHS:
-        _build_policy(folder, arch)
+        build_lm(folder, arch)
     elif arch in JUDGE_ARCHS:
-        _build_judge(folder)
+        build_vl(folder, arch)
     else:
         raise ConfigError([f"{spec}: unknown tiny model; use tiny:{', tiny:'.join(POLICY_ARCHS + JUDGE_ARCHS)}"],
                           "tiny model")
     return str(folder)
 
 
-def _build_policy(folder: Path, arch: str) -> None:
+def build_lm(folder: str | Path, arch: str = "qwen3", seed: int = 0) -> Path:
+    """A random tiny Qwen2 / Qwen3 causal LM with a chat-template tokenizer, saved into `folder`."""
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
@@ -78,35 +82,65 @@ def _build_policy(folder: Path, arch: str) -> None:
                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
                   bos_token_id=tok.convert_tokens_to_ids("<|endoftext|>"), eos_token_id=tok.eos_token_id,
                   pad_token_id=tok.pad_token_id, tie_word_embeddings=True)
-    torch.manual_seed(0)
+    if arch not in POLICY_ARCHS:
+        raise ValueError(f"unknown arch {arch!r}: use {' or '.join(POLICY_ARCHS)}")
+    torch.manual_seed(seed)
     model = Qwen3ForCausalLM(Qwen3Config(head_dim=8, **common)) if arch == "qwen3" else \
         Qwen2ForCausalLM(Qwen2Config(**common))
-    model.save_pretrained(folder)
+    model.eval().save_pretrained(folder)
     tok.save_pretrained(folder)
+    return Path(folder)
 
 
-def _build_judge(folder: Path) -> None:
+def build_vl(folder: str | Path, arch: str = "qwen2_5_vl", seed: int = 0) -> Path:
+    """A random tiny Qwen2-VL / Qwen2.5-VL / Qwen3-VL with its processor, saved into `folder`."""
     import torch
-    from transformers import (Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor,
-                              Qwen2VLImageProcessor, Qwen2VLVideoProcessor)
+    from transformers import Qwen2VLImageProcessor
 
+    folder = Path(folder)
     tok = _tokenizer()
     ids = {t: tok.convert_tokens_to_ids(t) for t in SPECIALS}
     text = dict(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                 num_attention_heads=4, num_key_value_heads=2, bos_token_id=ids["<|endoftext|>"],
                 eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"], tie_word_embeddings=False,
                 rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3], "rope_theta": 1e4})
-    vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=4, out_hidden_size=64, window_size=56,
-                  fullatt_block_indexes=[1], patch_size=14, spatial_merge_size=2, temporal_patch_size=2)
-    torch.manual_seed(0)
-    cfg = Qwen2_5_VLConfig(text_config=text, vision_config=vision, tie_word_embeddings=False,
-                           image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-                           vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"])
-    Qwen2_5_VLForConditionalGeneration(cfg).eval().save_pretrained(folder)
-    sizes = dict(patch_size=14, merge_size=2, min_pixels=56 * 56, max_pixels=112 * 112)
-    Qwen2_5_VLProcessor(image_processor=Qwen2VLImageProcessor(temporal_patch_size=2, **sizes), tokenizer=tok,
-                        video_processor=Qwen2VLVideoProcessor(**sizes),
-                        chat_template=CHAT_TEMPLATE).save_pretrained(folder)
+    vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=4, out_hidden_size=64,
+                  spatial_merge_size=2, temporal_patch_size=2)
+    if arch == "qwen2_vl":
+        from transformers import (Qwen2VLConfig as Config, Qwen2VLForConditionalGeneration as Model,
+                                  Qwen2VLProcessor as Processor, Qwen2VLVideoProcessor as Video)
+
+        patch, max_pixels = 14, 112 * 112
+        vision = dict(depth=2, embed_dim=32, hidden_size=64, num_heads=4, mlp_ratio=2, spatial_merge_size=2,
+                      temporal_patch_size=2)
+    elif arch == "qwen2_5_vl":
+        from transformers import (Qwen2_5_VLConfig as Config, Qwen2_5_VLForConditionalGeneration as Model,
+                                  Qwen2_5_VLProcessor as Processor, Qwen2VLVideoProcessor as Video)
+
+        patch, max_pixels = 14, 112 * 112
+        vision.update(window_size=56, fullatt_block_indexes=[1])
+    elif arch == "qwen3_vl":
+        from transformers import (Qwen3VLConfig as Config, Qwen3VLForConditionalGeneration as Model,
+                                  Qwen3VLProcessor as Processor)
+        from transformers.models.qwen3_vl.video_processing_qwen3_vl import Qwen3VLVideoProcessor as Video
+
+        patch, max_pixels = 16, 128 * 128
+        text.update(head_dim=16)
+        text["rope_parameters"] = dict(text["rope_parameters"], mrope_interleaved=True)
+        vision.update(num_position_embeddings=64, deepstack_visual_indexes=[1])
+    else:
+        raise ValueError(f"unknown arch {arch!r}: use {', '.join(JUDGE_ARCHS)}")
+    vision["patch_size"] = patch
+    torch.manual_seed(seed)
+    cfg = Config(text_config=text, vision_config=vision, tie_word_embeddings=False,
+                 image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+                 vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"])
+    Model(cfg).eval().save_pretrained(folder)
+    sizes = dict(patch_size=patch, merge_size=2, min_pixels=56 * 56, max_pixels=max_pixels)
+    video = Video(patch_size=patch, merge_size=2) if arch == "qwen3_vl" else Video(**sizes)
+    Processor(image_processor=Qwen2VLImageProcessor(temporal_patch_size=2, **sizes), tokenizer=tok,
+              video_processor=video, chat_template=CHAT_TEMPLATE).save_pretrained(folder)
+    return folder
 
 
 def resolve_references(spec: str, folder: Path) -> str:
