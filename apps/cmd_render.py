@@ -2,6 +2,7 @@
 
     salon render curate/examples/*.js --out-dir renders
     salon render reply.txt --seed 7 --json      # one JSON object per input, input order
+    salon render --ray local sketches/*.js      # on Ray actors (--ray HOST:6379 joins a cluster)
 
 A public interface: the flags and the JSON keys are stable. Exit status 0 when every input got
 a verdict (violations are verdicts), 1 when any input hit `render_unavailable`.
@@ -30,6 +31,9 @@ def add_parser(sub) -> None:
     p.add_argument("--gpu", choices=("auto", "on", "off"), default="auto",
                    help="WebGL on the node's NVIDIA GPU: auto (the default) uses it when Chromium can draw "
                         "on it and falls back to SwiftShader; on fails without it; off is SwiftShader")
+    p.add_argument("--ray", default=None, metavar="ADDRESS",
+                   help="render on Ray actors: local (starts a local cluster), auto, or host:6379")
+    p.add_argument("--actors", type=int, default=0, help="with --ray: actors (default one per two cluster CPUs)")
     p.add_argument("--json", action="store_true", help="one JSON object per input on its own line")
     p.set_defaults(run=run)
 
@@ -57,6 +61,9 @@ def run(args) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     stems = _unique_stems(paths)
 
+    if args.ray:
+        return _run_ray(args, config, paths, stems, out_dir)
+
     async def main() -> int:
         unavailable = 0
         renderer = Renderer(config)
@@ -83,6 +90,29 @@ def run(args) -> int:
         return 1 if unavailable else 0
 
     return asyncio.run(main())
+
+
+def _run_ray(args, config, paths, stems, out_dir: Path) -> int:
+    """The same inputs and output, rendered by a pool of Ray actors (salon.curate.render_ray)."""
+    from salon.curate.render_backend import BackendConfig, open_backend
+
+    if not args.browsers:
+        config.browsers = 1  # each actor reserves two CPUs: one browser keeps them busy
+    pool = open_backend(BackendConfig(backend="ray", address=args.ray, actors=args.actors), config)
+    unavailable = 0
+    try:
+        futures = [pool.submit(read_sketch(p), args.seed) for p in paths]
+        for path, stem, fut in zip(paths, stems, futures):
+            result = fut.result()
+            image = None
+            if result.png is not None:
+                image = out_dir / f"{stem}.png"
+                image.write_bytes(result.png)
+            unavailable += result.unavailable
+            _report(args.json, path, result, image)
+    finally:
+        pool.close()
+    return 1 if unavailable else 0
 
 
 def _report(as_json: bool, path: Path, result, image: Path | None) -> None:

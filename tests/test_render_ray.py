@@ -122,3 +122,22 @@ def test_an_actor_without_a_browser_answers_render_unavailable():
     finally:
         bad.close()
     assert ray.is_initialized() != started
+
+
+def test_salon_render_on_a_local_ray_cluster(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    sketch = tmp_path / "bell.js"
+    sketch.write_text(LIGHT)
+    blank = tmp_path / "blank.js"
+    blank.write_text(BLANK)
+    out = subprocess.run([sys.executable, "-m", "salon.apps.cli", "render", "--ray", "local", "--actors", "1",
+                          "--json", "--out-dir", str(tmp_path / "png"), str(sketch), str(blank)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    assert [(r["ok"], r["violations"], r["render_unavailable"]) for r in rows] == \
+        [(True, [], False), (False, ["blank_canvas"], False)]
+    assert Path(rows[0]["image"]).read_bytes().startswith(b"\x89PNG")
