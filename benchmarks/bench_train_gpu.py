@@ -1,193 +1,171 @@
-"""Time one GRPO step of salon's trainer, split into generation, rendering, judging and optimisation.
+"""`salon train` end to end on a GPU node, timed by part: generation, rendering, judging, the rest.
 
-    python benchmarks/bench_train_gpu.py --gpu [--paintings DIR] [--tokens N] [--out DIR]   # on the H200
-    python benchmarks/bench_train_gpu.py --render [--workers W] [--browsers B]              # here, on the CPU
+    python benchmarks/bench_train_gpu.py [--steps 5] [--tokens 1024] [--generation transformers] \
+        [--out DIR] [--json FILE]
 
-GPU part (no Hub, no weights, no Chromium there): a randomly initialised Qwen3-1.7B-shaped policy
-(bf16, LoRA r=16 on all linear layers, gradient checkpointing, AdamW) and a Qwen2.5-VL-7B-shaped
-judge built by benchmarks/bench_judge_gpu.py and run through salon's TransformersPairwiseJudge
-(the judges package's prefix-sharing path). One step is what the recipe's GRPO step does with
-the prior art's settings (8 generations of one prompt, top-p 0.95, top-k 20, beta 0,
-scale_rewards none, DAPO loss, one optimiser step):
+What runs is the real recipe (salon.train.recipe.train): TRL's GRPOTrainer, a peft LoRA on all
+linear layers, bf16 with gradient checkpointing, the reward adapter with its render worker
+processes, the pairwise judge in the same process on the same GPU, the rollout archive, every
+checkpoint and the live audit, from train/configs/lora_1gpu.yaml with these changes:
 
-  generation    policy.generate of 8 completions of exactly --tokens tokens (a random policy never
-                stops early) after a --prompt-tokens prompt (the painting prompt is ~600 tokens)
-  judging       judge_group: 8 pre-rendered paintings (PNG files carried in, from `salon render
-                curate/examples/*.js`) x 4 references x 2 orders = 64 comparisons
-  optimisation  forward with gradients over prompt+completion, per-token log-probs of the
-                completion, the DAPO policy-gradient loss, backward, AdamW step
+  policy.model  random:qwen3-1.7b      judge.model  random:qwen2.5-vl-7b   (salon.train.shapes:
+                the real shapes with random weights, since the node has no Hub)
+  smoke.examples 1.0                    every rollout's code is a bundled example sketch (the
+                salon.train.smoke planner), because a random policy writes no sketch and would
+                leave nothing to render or judge. Generation still runs on the policy's real
+                tokens; the archive's `substituted_example` column and this script's JSON record it.
+  judge.references                     six example sketches rendered here at 600x600 (love/okay)
 
-TRL's GRPOTrainer runs these same computations (with beta=0 and one iteration it computes no
-extra log-prob passes); trl and datasets (and pyarrow) are not on the device machine, so the
-step is written out here instead of importing the trainer. Rendering is measured on the CPU
-side (`--render`): the same 8 example sketches through salon's render worker processes.
-Results go to DIR/bench_train_gpu.json and a table on stdout.
+It runs --steps steps, resumes from the last checkpoint for one more step, and loads the
+rollout archive with `datasets`. Per step it reports TRL's generation time (timed around the
+trainer's `_generate`), the reward call with its render wait and judging (the adapter's own
+`salon/time/*` metrics), and the whole step; the JSON also names the device, the engine and
+the substitution.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-# Qwen/Qwen3-1.7B config.json values.
-POLICY = dict(vocab_size=151936, hidden_size=2048, intermediate_size=6144, num_hidden_layers=28,
-              num_attention_heads=16, num_key_value_heads=8, head_dim=128, max_position_embeddings=40960,
-              rms_norm_eps=1e-6, rope_parameters={"rope_type": "default", "rope_theta": 1e6},
-              tie_word_embeddings=True, hidden_act="silu")
-G, K = 8, 4  # generations per prompt, references per painting
+EXAMPLES = REPO / "curate" / "examples"
+REFERENCE_SKETCHES = {"love": ["hibiscus_03_layered", "koi_02_swirl", "jellyfish_02_drifting"],
+                      "okay": ["mountain_02_collapse", "still_02_teacup", "hibiscus_01_sketch"]}
 
 
-def build_policy(device):
-    import torch
-    from peft import LoraConfig, get_peft_model
-    from transformers import Qwen3Config, Qwen3ForCausalLM
+def render_references(folder: Path, gpu: str) -> Path:
+    from salon.curate.render import RenderConfig, render_sketches
 
-    torch.manual_seed(0)
-    with torch.device(device):
-        model = Qwen3ForCausalLM._from_config(Qwen3Config(**POLICY), dtype=torch.bfloat16, attn_implementation="sdpa")
-    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    model.enable_input_require_grads()
-    model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM"))
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=5e-5)
-    return model, opt
-
-
-def sync():
-    import torch
-
-    torch.cuda.synchronize()
-    return time.perf_counter()
+    names = [(tier, n) for tier, ns in REFERENCE_SKETCHES.items() for n in ns]
+    results = render_sketches([(EXAMPLES / f"{n}.js").read_text() for _, n in names], seeds=0,
+                              config=RenderConfig(gpu=gpu, browsers=4))
+    for (tier, name), r in zip(names, results):
+        if r.png is None:
+            raise SystemExit(f"reference {name} did not render: {r.violations} {r.js_errors[:2]}")
+        (folder / tier).mkdir(parents=True, exist_ok=True)
+        (folder / tier / f"{name}.png").write_bytes(r.png)
+    return folder
 
 
-def generate(model, prompt_ids, tokens):
-    import torch
+class Timings:
+    """Wall time of each training step and of each `_generate` call, keyed by the step it served."""
 
-    model.eval()  # eval mode: gradient checkpointing stays out of the way and the KV cache is used
-    with torch.no_grad():
-        out = model.generate(input_ids=prompt_ids.repeat(G, 1), attention_mask=torch.ones_like(prompt_ids).repeat(G, 1),
-                             do_sample=True, top_p=0.95, top_k=20, temperature=1.0, max_new_tokens=tokens,
-                             min_new_tokens=tokens, pad_token_id=0, use_cache=True)
-    return out
+    def __init__(self):
+        self.generate: dict[int, float] = {}
+        self.steps: dict[int, float] = {}
 
+    def install(self):
+        from trl import GRPOTrainer
 
-def optimise(model, opt, sequences, prompt_len, rewards):
-    """DAPO loss with beta=0, one iteration: ratio = exp(logp - logp.detach()) = 1, gradient = -A * dlogp."""
-    import torch
+        real_generate, real_step = GRPOTrainer._generate, GRPOTrainer.training_step
+        timings = self
 
-    model.train()
-    adv = torch.tensor(rewards, device=sequences.device) - sum(rewards) / len(rewards)  # scale_rewards="none"
-    logits = model(input_ids=sequences, logits_to_keep=sequences.shape[1] - prompt_len + 1).logits[:, :-1]
-    target = sequences[:, prompt_len:]
-    logp = torch.log_softmax(logits.float(), -1).gather(-1, target.unsqueeze(-1)).squeeze(-1)
-    loss = -(torch.exp(logp - logp.detach()) * adv[:, None]).sum() / target.numel()
-    loss.backward()
-    opt.step()
-    opt.zero_grad(set_to_none=True)
-    return float(loss)
+        def timed_generate(trainer, *a, **kw):
+            t0 = time.perf_counter()
+            try:
+                return real_generate(trainer, *a, **kw)
+            finally:
+                step = trainer.state.global_step
+                timings.generate[step] = timings.generate.get(step, 0.0) + time.perf_counter() - t0
 
+        def timed_step(trainer, *a, **kw):
+            t0 = time.perf_counter()
+            try:
+                return real_step(trainer, *a, **kw)
+            finally:
+                timings.steps[trainer.state.global_step] = time.perf_counter() - t0
 
-def gpu(args) -> dict:
-    import torch
-    from PIL import Image
-
-    from bench_judge_gpu import build, import_salon
-
-    import_salon()
-    from salon.judges.verdict import Reference
-    from salon.judges.vlm_transformers import TransformersJudgeConfig, TransformersPairwiseJudge
-    from salon.judges.winrate import draw_references, judge_group
-
-    pngs = sorted(Path(args.paintings).glob("*.png"))
-    images = [Image.open(p).convert("RGB") for p in pngs]
-    candidates, refs = images[:G], [Reference.from_image(im, id=p.stem, tier="love")
-                                    for p, im in zip(pngs[G:], images[G:])]
-    t0 = time.perf_counter()
-    jmodel, processor = build("cuda")
-    judge = TransformersPairwiseJudge.from_loaded(jmodel, processor,
-                                                  TransformersJudgeConfig(model="qwen2.5-vl-7b-random"))
-    policy, opt = build_policy("cuda")
-    print(f"built models in {time.perf_counter() - t0:.1f} s; judge sharing={judge.sharing}", flush=True)
-    prompt = torch.randint(1000, POLICY["vocab_size"], (1, args.prompt_tokens), device="cuda")
-    steps = []
-    for i, tokens in enumerate([64] + [args.tokens] * args.steps):  # step 0: warm-up, short
-        t = sync()
-        seqs = generate(policy, prompt, tokens)
-        t_gen = sync() - t
-        draw = draw_references(refs, K, seed=i)
-        t = sync()
-        scored = judge_group(judge, candidates, draw)
-        t_judge = sync() - t
-        rewards = [s if s is not None else 0.0 for s in scored.scores]
-        t = sync()
-        optimise(policy, opt, seqs, prompt.shape[1], rewards)
-        t_opt = sync() - t
-        row = {"step": i, "tokens": tokens, "generation_s": t_gen, "judging_s": t_judge, "optimisation_s": t_opt,
-               "judge_none": sum(s is None for s in scored.scores),
-               "peak_gib": torch.cuda.max_memory_allocated() / 2**30}
-        print(json.dumps(row), flush=True)
-        steps.append(row)
-    timed = steps[1:]
-    return {"policy": "Qwen3-1.7B shape, LoRA r16 all-linear, bf16", "judge": "Qwen2.5-VL-7B shape, bf16",
-            "G": G, "K": K, "prompt_tokens": args.prompt_tokens, "completion_tokens": args.tokens, "steps": steps,
-            **{f"{k}_median": statistics.median(s[k] for s in timed) for k in
-               ("generation_s", "judging_s", "optimisation_s")},
-            "device": torch.cuda.get_device_name()}
+        GRPOTrainer._generate, GRPOTrainer.training_step = timed_generate, timed_step
 
 
-def render(args) -> dict:
-    """One group's rendering on this machine: 8 example sketches through the render workers."""
-    from salon.curate.render import RenderConfig
-    from salon.train.render_workers import RenderPool
-
-    sketches = sorted((REPO / "curate" / "examples").glob("*.js"))
-    sketches = [s for s in sketches if "blank" not in s.name][:G]
-    with RenderPool(RenderConfig(browsers=args.browsers), workers=args.workers) as pool:
-        pool.submit("function setup(){createCanvas(600,600,WEBGL);brush.circle(0,0,10);}", 0).result()  # warm
-        rounds = []
-        for r in range(args.rounds):
-            t = time.perf_counter()
-            results = [f.result() for f in [pool.submit(s.read_text(), r) for s in sketches]]
-            rounds.append({"wall_s": time.perf_counter() - t, "per_sketch_ms": [x.render_ms for x in results],
-                           "ok": sum(x.ok for x in results)})
-            print(json.dumps(rounds[-1]), flush=True)
-    import os
-
-    return {"cpus": os.cpu_count(), "workers": args.workers, "browsers": args.browsers, "sketches": G,
-            "rounds": rounds, "wall_s_median": statistics.median(r["wall_s"] for r in rounds)}
+def step_rows(summary: dict, timings: Timings) -> list[dict]:
+    logs = {int(h["step"]): h for h in summary["log_history"] if "step" in h and "salon/time/reward_s" in h}
+    rows = []
+    for step, wall in sorted(timings.steps.items()):
+        h = logs.get(step + 1, {})
+        gen = timings.generate.get(step, 0.0)
+        rows.append({"step": step + 1, "step_s": round(wall, 2), "generate_s": round(gen, 2),
+                     "reward_s": round(h.get("salon/time/reward_s", float("nan")), 2),
+                     "render_wait_s": round(h.get("salon/time/render_wait_s", float("nan")), 2),
+                     "judge_s": round(h.get("salon/time/judge_s", float("nan")), 2)})
+    return rows
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gpu", action="store_true")
-    ap.add_argument("--render", action="store_true")
-    ap.add_argument("--paintings", default=str(REPO / "out" / "bench-paintings"))
-    ap.add_argument("--tokens", type=int, default=2048)
-    ap.add_argument("--prompt-tokens", type=int, default=600)
-    ap.add_argument("--steps", type=int, default=2)
-    ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--browsers", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--out", default=".")
-    args = ap.parse_args()
-    result = {}
-    if args.render:
-        result["render"] = render(args)
-    if args.gpu:
-        result["gpu"] = gpu(args)
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--tokens", type=int, default=1024, help="max_completion_length")
+    ap.add_argument("--generation", default="transformers", help="grpo.generation engine")
+    ap.add_argument("--gpu-render", default="auto", help="render.gpu")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--browsers", type=int, default=4)
+    ap.add_argument("--policy", default="random:qwen3-1.7b")
+    ap.add_argument("--judge", default="random:qwen2.5-vl-7b")
+    ap.add_argument("--cpu", action="store_true", help="a dry run of this script on a CPU (use tiny models)")
+    ap.add_argument("--out", default="/tmp/salon-bench-train")
+    ap.add_argument("--json", default="")
+    args = ap.parse_args(argv)
+
+    import torch
+    from datasets import load_dataset
+
+    from salon.train.config import load_config
+    from salon.train.recipe import train
+
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    name = "bench_train_gpu.json" if args.gpu else "bench_train_render.json"
-    (out / name).write_text(json.dumps(result, indent=2))
-    print(json.dumps({k: {kk: vv for kk, vv in v.items() if kk not in ("steps", "rounds")} for k, v in result.items()},
-                     indent=2))
+    refs = render_references(out / "refs", args.gpu_render)
+    overrides = [f"output_dir={out / 'run'}", f"policy.model={args.policy}", f"judge.model={args.judge}",
+                 f"judge.references={refs}", "smoke.examples=1.0", f"grpo.max_steps={args.steps}",
+                 "grpo.save_steps=1", "grpo.warmup_steps=0", "grpo.report_to=[]",
+                 f"grpo.max_completion_length={args.tokens}", f"grpo.generation={args.generation}",
+                 f"render.workers={args.workers}", f"render.browsers={args.browsers}", f"render.gpu={args.gpu_render}",
+                 "data.repeat=16", "audit.grid_every=1"] + (["grpo.use_cpu=true", "grpo.bf16=false"] if args.cpu else [])
+    timings = Timings()
+    timings.install()
+    t0 = time.perf_counter()
+    first = train(load_config(REPO / "train/configs/lora_1gpu.yaml", overrides))
+    first_s = time.perf_counter() - t0
+    rows = step_rows(first, timings)
+    memory_gib = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else 0.0
+    timings.steps.clear()
+    timings.generate.clear()
+    t1 = time.perf_counter()
+    resumed = train(load_config(REPO / "train/configs/lora_1gpu.yaml",
+                                overrides + ["resume=latest", f"grpo.max_steps={args.steps + 1}"]))
+    resumed_s = time.perf_counter() - t1
+    rows += step_rows(resumed, timings)
+    archive = load_dataset(str(out / "run" / "rollouts"), split="train")
+    steady = rows[1:args.steps] or rows
+    mean = {k: round(statistics.mean(r[k] for r in steady), 2) for k in ("step_s", "generate_s", "reward_s",
+                                                                          "render_wait_s", "judge_s")}
+    report = {
+        "device": (f"{torch.cuda.device_count()}x {torch.cuda.get_device_name()}" if torch.cuda.is_available()
+                   else "CPU") + f", {os.cpu_count()} cores",
+        "policy": f"{args.policy} (LoRA r=16 all-linear, bf16, gradient checkpointing)",
+        "judge": f"{args.judge} (same process, same GPU, bf16)", "generation": args.generation,
+        "num_generations": 8, "max_completion_length": args.tokens, "render_gpu": args.gpu_render,
+        "substitution": "every rollout's code replaced by a bundled example sketch (smoke.examples=1.0); "
+                        "generation timed on the policy's own tokens",
+        "steps": rows, "steady_state_mean": mean,
+        "render_wait_share_of_step": round(mean["render_wait_s"] / mean["step_s"], 3),
+        "first_run_s": round(first_s, 1), "resumed_run_s": round(resumed_s, 1),
+        "global_step_after_resume": resumed["global_step"], "checkpoints": resumed["checkpoints"],
+        "peak_gpu_memory_gib": round(memory_gib, 1),
+        "archive_rows": len(archive), "archive_steps": sorted(set(archive["step"])),
+        "archive_substituted_rows": sum(1 for x in archive["substituted_example"] if x),
+        "archive_reward_none": sum(1 for x in archive["reward"] if x is None),
+    }
+    print(json.dumps(report, indent=1))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -250,9 +250,12 @@ class RenderSettings:
     browsers: int = 0  # per worker; 0 = one per two cores
     timeout_s: float = 45.0
     prefetch: bool = True  # start rendering as soon as generation returns, before TRL's logprob passes
+    gpu: str = "auto"  # WebGL on the node's GPU when Chromium can draw there, else SwiftShader (salon.curate.render_gpu)
 
     def __post_init__(self):
         p = []
+        if self.gpu not in ("auto", "on", "off"):
+            p.append(f"render.gpu={self.gpu!r}: use auto, on or off")
         if self.workers < 1:
             p.append(f"render.workers={self.workers}: must be at least 1")
         if self.browsers < 0:

@@ -211,7 +211,7 @@ def train(cfg: TrainConfig) -> dict:
 
     tokenizer = AutoTokenizer.from_pretrained(policy)
     checkpoint = resume_checkpoint(cfg, out)
-    render = RenderPool(RenderConfig(browsers=cfg.render.browsers, timeout_s=cfg.render.timeout_s),
+    render = RenderPool(RenderConfig(browsers=cfg.render.browsers, timeout_s=cfg.render.timeout_s, gpu=cfg.render.gpu),
                         workers=cfg.render.workers)
     scorer = Scorer(cfg.reward, judge=judge, references=refs, k=cfg.judge.k, mix=cfg.judge.mix, seed=cfg.seed,
                     absolute=absolute)

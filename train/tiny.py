@@ -55,7 +55,11 @@ def _tokenizer():
 
 
 def resolve_model(spec: str, folder: Path) -> str:
-    """A loadable model path: `spec` itself, or a tiny model built into `folder`."""
+    """A loadable model path: `spec` itself, or a tiny (or `random:` real-shaped) model built into `folder`."""
+    from salon.train.shapes import is_random, resolve_random
+
+    if is_random(spec):
+        return resolve_random(spec, folder)
     if not is_tiny(spec):
         return spec
     arch = spec.split(":", 1)[1]
