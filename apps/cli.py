@@ -26,13 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"salon {salon_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"salon.apps.cmd_{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"salon.apps.cmd_{name}":
-                raise
-            continue  # area not built yet
-        module.add_parser(sub)
+        importlib.import_module(f"salon.apps.cmd_{name}").add_parser(sub)
     return parser
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from salon.apps.app import AppConfig, build
+from salon.apps import cli
 from salon.apps.cli import main
 from salon.pool import Candidate, Pool
 from salon.pool.errors import ConfigError
@@ -86,3 +87,10 @@ def test_config_and_flag_errors(tmp_path, capsys):
     assert "cannot create pool folder" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # argparse: --user and --auth exclude each other
         main(["app", "--user", "ann", "--auth", "bob:pw"])
+
+
+def test_a_command_module_that_cannot_be_imported_is_an_error(monkeypatch):
+    # A renamed or broken cmd_ module must fail loudly, not vanish from `salon --help`.
+    monkeypatch.setattr(cli, "COMMANDS", [*cli.COMMANDS, "renamed"])
+    with pytest.raises(ModuleNotFoundError, match="salon.apps.cmd_renamed"):
+        cli.build_parser()
