@@ -1,12 +1,14 @@
 """The salon curation app: label, grid, compare, generate and publish views on one pool.
 
     salon app [--pool DIR] [--port P] [--host H] [--user NAME | --auth USER:PASS ...]
+              [--insecure-no-auth]
 
 One server (uvicorn): a FastAPI app carrying the JSON hot path of the label and compare views
 (salon.apps.app_api) with the Gradio Blocks app mounted at "/" (layout, the other views, the
 named API endpoints). Views live in app_label, app_grid, app_generate, app_publish. With
 `--auth` every label records the logged-in user; with `--user` (or neither: the login name of
-the account running the app) one person labels without a login.
+the account running the app) one person labels without a login. Listening beyond loopback
+needs `--auth`, or `--insecure-no-auth`, which says what it risks.
 
 From Python: `serve(AppConfig(pool="salon-pool", port=7860))`, or `build(config)` for the
 ASGI app.
@@ -15,6 +17,7 @@ ASGI app.
 from __future__ import annotations
 
 import getpass
+import ipaddress
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,9 +32,15 @@ class AppConfig:
     port: int = 7860
     user: str | None = None                 # the labeler when there is no login
     auth: list[tuple[str, str]] = field(default_factory=list)
+    insecure_no_auth: bool = False          # listen beyond loopback with no login at all
 
     def __post_init__(self):
         problems = []
+        if not self.auth and not self.insecure_no_auth and not is_loopback(self.host):
+            problems.append(
+                f"--host {self.host} listens on the network with no login: anyone who reaches "
+                f"the port could label as {self.labeler!r}; give --auth USER:PASS for each "
+                f"labeler, or --insecure-no-auth if that is really what you want")
         if self.user is not None and self.auth:
             problems.append("give --user (one person, no login) or --auth (logins), not both")
         if self.user is not None and not self.user.strip():
@@ -52,6 +61,16 @@ class AppConfig:
             return getpass.getuser()
         except (KeyError, OSError):  # no login name in a bare container
             return "labeler"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` is reachable only from this machine (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return False
 
 
 class AppState:

@@ -1,6 +1,7 @@
 """`salon app`: the Gradio curation app on a pool (a public interface: flags are only added).
 
     salon app [--pool DIR] [--port P] [--host H] [--user NAME | --auth USER:PASS ...]
+              [--insecure-no-auth]
 
 The app itself is salon.apps.app; this module only parses the command line.
 """
@@ -13,11 +14,13 @@ def add_parser(sub) -> None:
     p.add_argument("--pool", metavar="DIR", help="pool folder (default $SALON_POOL, then ./salon-pool)")
     p.add_argument("--port", type=int, default=7860, help="port (default 7860; 0 picks a free one)")
     p.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1; 0.0.0.0 for the network: use --auth)")
+                   help="address to listen on (default 127.0.0.1; beyond loopback needs --auth)")
     who = p.add_mutually_exclusive_group()
     who.add_argument("--user", metavar="NAME", help="label as NAME, no login (default: your login name)")
     who.add_argument("--auth", action="append", metavar="USER:PASS", default=[],
                      help="require a login; repeat for several labelers")
+    p.add_argument("--insecure-no-auth", action="store_true",
+                   help="allow a non-loopback --host without --auth: anyone who reaches the port labels")
     p.set_defaults(run=run)
 
 
@@ -32,5 +35,6 @@ def run(args) -> int:
     if bad:
         raise ConfigError([f"--auth {a!r} is not USER:PASS" for a in bad], where="salon app")
     auth = [tuple(a.split(":", 1)) for a in args.auth]
-    serve(AppConfig(pool=args.pool, host=args.host, port=args.port, user=args.user, auth=auth))
+    serve(AppConfig(pool=args.pool, host=args.host, port=args.port, user=args.user, auth=auth,
+                    insecure_no_auth=args.insecure_no_auth))
     return 0

@@ -1,0 +1,33 @@
+"""The curation app's trust boundary, in process (FastAPI's TestClient, no browser).
+
+Who may listen where, who may spend the host's credentials, what the file routes serve, and
+what a labeler sees of the others' tiers before labelling. The same boundary through a real
+server, gradio_client and Chromium is in test_app_browser.py.
+
+    .venv/bin/python -m pytest -q tests/test_app_trust.py
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from salon.apps.app import AppConfig
+from salon.apps.cli import main
+from salon.pool.errors import ConfigError
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.5", "lab.example.org"])
+def test_a_network_host_needs_a_login_or_the_flag_that_names_the_risk(host, tmp_path, capsys):
+    with pytest.raises(ConfigError, match="--insecure-no-auth"):
+        AppConfig(host=host)
+    AppConfig(host=host, auth=[("alice", "pw")])
+    AppConfig(host=host, insecure_no_auth=True)
+    assert main(["app", "--pool", str(tmp_path / "pool"), "--host", host]) == 2
+    err = capsys.readouterr().err
+    assert "listens on the network with no login" in err and "--auth USER:PASS" in err
+    assert not (tmp_path / "pool").exists()  # refused before anything was opened
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "localhost"])
+def test_loopback_needs_no_login(host):
+    AppConfig(host=host)
