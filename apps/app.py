@@ -76,9 +76,10 @@ def is_loopback(host: str) -> bool:
 class AppState:
     """What every view shares: the open pool, who is labelling, the background generation run."""
 
-    def __init__(self, pool, config: AppConfig):
+    def __init__(self, pool, config: AppConfig, sessions):
         self.pool = pool
         self.config = config
+        self.sessions = sessions  # app_api.Sessions: who sends a request to the JSON routes
         self.job = None  # app_generate.GenerationJob
 
     def user(self, request) -> str:
@@ -97,7 +98,7 @@ def build(config: AppConfig, pool=None):
     import gradio as gr
     from fastapi import FastAPI
 
-    from salon.apps.app_api import gradio_user, router
+    from salon.apps.app_api import Sessions, router
     from salon.apps.app_generate import generate_view
     from salon.apps.app_grid import grid_view
     from salon.apps.app_label import api_endpoints, compare_view, label_view
@@ -105,7 +106,7 @@ def build(config: AppConfig, pool=None):
     from salon.pool.store import Pool
 
     pool = pool or Pool.open(config.pool)
-    state = AppState(pool, config)
+    state = AppState(pool, config, Sessions(None if config.auth else config.labeler))
     with gr.Blocks(title="salon") as demo:
         with gr.Tabs():
             with gr.Tab("Label", id="label"):
@@ -122,7 +123,7 @@ def build(config: AppConfig, pool=None):
     demo.queue(default_concurrency_limit=4)
 
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
-    app.include_router(router(pool, gradio_user(app, demo, config.labeler)))
+    app.include_router(router(pool, state.sessions.user_of))
     app = gr.mount_gradio_app(
         app, demo, path="/", auth=config.auth or None, ssr_mode=False,
         auth_message="salon: log in to label (each label records your name)",

@@ -15,16 +15,21 @@ label and compare views talk to these plain FastAPI routes from their own JS
     GET  /salon/guide/{id}                 the local copy of the candidate's guide photo
 
 A label is answered only after `Pool.label` committed it: the answer is the acknowledgement.
-With `--auth`, every route needs Gradio's login cookie and labels carry the logged-in user.
+With `--auth`, every route needs the `salon-session` cookie, and labels carry its user
+(`Sessions`): Gradio's public way to name the logged-in user is `gr.Request.username` inside
+its own events, so the page asks the Gradio endpoint `/salon_session` once for a token bound to
+that user and sends it back as the cookie.
 """
 
 from __future__ import annotations
 
 import random
+import secrets
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from fastapi import APIRouter, Body, Depends, FastAPI, HTTPException, Request
+from fastapi import APIRouter, Body, Depends, HTTPException, Request
 from fastapi.responses import FileResponse
 
 from salon.pool.consensus import consensus
@@ -177,15 +182,30 @@ def router(pool, user_of: Callable[[Request], str | None]) -> APIRouter:
     return api
 
 
-def gradio_user(app: FastAPI, blocks, default_user: str) -> Callable[[Request], str | None]:
-    """The user of a request: Gradio's login cookie when the app has auth, else the --user."""
+class Sessions:
+    """Who sends a request to the JSON routes: the --user, or with logins, a session token's user.
 
-    def user_of(request: Request) -> str | None:
-        if not blocks.auth:
-            return default_user
-        gradio_app = next(r.app for r in app.routes if hasattr(getattr(r, "app", None), "tokens"))
-        token = (request.cookies.get(f"access-token-{gradio_app.cookie_id}")
-                 or request.cookies.get(f"access-token-unsecure-{gradio_app.cookie_id}"))
-        return gradio_app.tokens.get(token)
+    `token_for(user)` is called from the Gradio endpoint /salon_session, which learns the user
+    from `gr.Request.username`; one token per user for the life of the process (a restart
+    forgets them, as Gradio forgets its logins, and the page asks again after logging in).
+    """
 
-    return user_of
+    COOKIE = "salon-session"
+
+    def __init__(self, default_user: str | None):
+        self.default_user = default_user  # None: the app has logins
+        self._users: dict[str, str] = {}  # token -> user
+        self._tokens: dict[str, str] = {}  # user -> token
+        self._lock = threading.Lock()
+
+    def token_for(self, user: str) -> str:
+        with self._lock:
+            if user not in self._tokens:
+                token = secrets.token_urlsafe(32)
+                self._tokens[user], self._users[token] = token, user
+            return self._tokens[user]
+
+    def user_of(self, request: Request) -> str | None:
+        if self.default_user is not None:
+            return self.default_user
+        return self._users.get(request.cookies.get(self.COOKIE, ""))

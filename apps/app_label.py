@@ -7,7 +7,8 @@ arrow or a = left, right arrow or d = right, t or down arrow = tie, n = new pair
 
 The same actions are Gradio API endpoints for scripts and `gradio_client`:
 /label (candidate_id, tier), /undo (candidate_id), /pair_choice (left_id, right_id, winner),
-/queue (view, model, subject) -> ids, /stats -> the pool's stats dict.
+/queue (view, model, subject) -> ids, /stats -> the pool's stats dict. The undocumented
+/salon_session gives the page its token for the JSON routes (salon.apps.app_api.Sessions).
 """
 
 from __future__ import annotations
@@ -100,8 +101,13 @@ def api_endpoints(state) -> None:
         """The pool's stats: tiers, models, subjects, labelers, agreement."""
         return pool.stats()
 
+    def salon_session(request: gr.Request) -> str:
+        """A token naming the logged-in user to the JSON routes (salon.js's salon-session cookie)."""
+        return state.sessions.token_for(state.user(request))
+
     for fn in (label, undo, pair_choice, queue, stats):
         gr.api(fn, api_name=fn.__name__)
+    gr.api(salon_session, api_name="salon_session", api_visibility="undocumented")
 
 
 @contextmanager

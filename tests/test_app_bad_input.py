@@ -8,6 +8,8 @@ store refuses, a pool that cannot be opened, contradictory or malformed flags.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from salon.apps.app import AppConfig, build
@@ -72,7 +74,19 @@ def test_api_needs_a_login_when_the_app_has_auth(tmp_path, client):
         assert api.post("/salon/api/label", json={"id": "ab" * 32, "tier": "love"}).status_code == 401
         assert api.post("/login", data={"username": "alice", "password": "nope"}).status_code == 400
         assert api.post("/login", data={"username": "alice", "password": "pw"}).status_code == 200
+        # Logged in to Gradio, but no salon session yet: the page asks Gradio for one.
+        assert api.get("/salon/api/me").status_code == 401
+        api.cookies.set("salon-session", session_token(api))
         assert api.get("/salon/api/me").json()["user"] == "alice"
+        api.cookies.set("salon-session", "forged")
+        assert api.get("/salon/api/me").status_code == 401
+
+
+def session_token(api) -> str:
+    """What salon.js does on a 401: Gradio's REST call API on the /salon_session endpoint."""
+    event = api.post("/gradio_api/call/salon_session", json={"data": []}).json()["event_id"]
+    stream = api.get(f"/gradio_api/call/salon_session/{event}").text
+    return json.loads(stream.split("event: complete\ndata: ", 1)[1].splitlines()[0])[0]
 
 
 def test_config_and_flag_errors(tmp_path, capsys):

@@ -19,10 +19,30 @@
   const AHEAD = 6, BEHIND = 2, PAGE = 30, REFILL_MS = 4000;
   const TIERS = { 1: "love", 2: "okay", 3: "nope" };
 
-  async function call(path, body) {
+  // With logins, the JSON routes know the user by the salon-session cookie. Gradio names the
+  // logged-in user to its own events, so the endpoint /salon_session (Gradio's REST call API:
+  // POST for an event id, then GET its result stream) hands out a token bound to that user.
+  async function handshake() {
+    const post = await fetch("/gradio_api/call/salon_session", { method: "POST",
+      credentials: "same-origin", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ data: [] }) });
+    if (post.ok) {
+      const { event_id } = await post.json();
+      const stream = await fetch(`/gradio_api/call/salon_session/${event_id}`, { credentials: "same-origin" });
+      const done = (await stream.text()).match(/event: complete\ndata: (.*)/);
+      if (done) {
+        document.cookie = `salon-session=${JSON.parse(done[1])[0]}; path=/; samesite=strict`;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  async function call(path, body, retried) {
     const init = body === undefined ? {} : {
       method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
     const r = await fetch(path, { credentials: "same-origin", ...init });
+    if (r.status === 401 && !retried && await handshake()) return call(path, body, true);
     if (!r.ok) {
       let message = r.statusText;
       try { message = (await r.json()).detail || message; } catch (_) { /* not JSON */ }
