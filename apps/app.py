@@ -1,7 +1,7 @@
 """The salon curation app: label, grid, compare, generate and publish views on one pool.
 
     salon app [--pool DIR] [--port P] [--host H] [--user NAME | --auth USER:PASS ...]
-              [--insecure-no-auth]
+              [--insecure-no-auth] [--admin NAME ...] [--base-url URL ...]
 
 One server (uvicorn): a FastAPI app carrying the JSON hot path of the label and compare views
 (salon.apps.app_api) with the Gradio Blocks app mounted at "/" (layout, the other views, the
@@ -9,6 +9,11 @@ named API endpoints). Views live in app_label, app_grid, app_generate, app_publi
 `--auth` every label records the logged-in user; with `--user` (or neither: the login name of
 the account running the app) one person labels without a login. Listening beyond loopback
 needs `--auth`, or `--insecure-no-auth`, which says what it risks.
+
+Pushing to the Hub and generating spend the host's credentials (its Hub token, its
+OPENAI_API_KEY), so only admins may: the `--admin` logins, or without logins the person who
+started the app on loopback. Generation sends the key only to a base URL the admin configured
+at start (`--base-url`, `$OPENAI_BASE_URL`); the Generate view chooses among those.
 
 From Python: `serve(AppConfig(pool="salon-pool", port=7860))`, or `build(config)` for the
 ASGI app.
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import getpass
 import ipaddress
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +39,8 @@ class AppConfig:
     user: str | None = None                 # the labeler when there is no login
     auth: list[tuple[str, str]] = field(default_factory=list)
     insecure_no_auth: bool = False          # listen beyond loopback with no login at all
+    admins: list[str] = field(default_factory=list)     # logins that may push and generate
+    base_urls: list[str] = field(default_factory=list)  # where generation may send the key
 
     def __post_init__(self):
         problems = []
@@ -50,6 +58,14 @@ class AppConfig:
         for user, password in self.auth:
             if not user.strip() or not password:
                 problems.append(f"--auth {user!r}: give USER:PASS with both parts non-empty")
+        if self.admins and not self.auth:
+            problems.append("--admin names logins: give --auth too (without logins, the person "
+                            "who started the app on loopback is the admin)")
+        logins = {u for u, _ in self.auth}
+        problems += [f"--admin {a!r} is not one of the --auth logins ({', '.join(sorted(logins))})"
+                     for a in self.admins if self.auth and a not in logins]
+        problems += [f"--base-url {u!r}: give an http:// or https:// URL" for u in self.base_urls
+                     if not u.startswith(("http://", "https://"))]
         if problems:
             raise ConfigError(problems, where="salon app")
 
@@ -61,6 +77,21 @@ class AppConfig:
             return getpass.getuser()
         except (KeyError, OSError):  # no login name in a bare container
             return "labeler"
+
+    @property
+    def admin_names(self) -> set[str]:
+        """Who may push and generate: the --admin logins; without logins the one labeler, who
+        started the app, unless it listens beyond loopback, where anyone could be them."""
+        if self.auth:
+            return set(self.admins)
+        return {self.labeler} if is_loopback(self.host) else set()
+
+    @property
+    def generate_urls(self) -> list[str]:
+        """The base URLs generation may use: --base-url, then $OPENAI_BASE_URL; with neither,
+        "" (the openai backend's default, api.openai.com)."""
+        env = os.environ.get("OPENAI_BASE_URL")
+        return list(dict.fromkeys([*self.base_urls, *([env] if env else [])])) or [""]
 
 
 def is_loopback(host: str) -> bool:
@@ -91,6 +122,19 @@ class AppState:
                 raise gr.Error("not logged in: reload the page and log in")
             return request.username
         return self.config.labeler
+
+    def admin(self, request, spends: str) -> str:
+        """The user of a request that spends the host's credentials; refused unless an admin."""
+        user = self.user(request)
+        if user not in self.config.admin_names:
+            import gradio as gr
+
+            admins = sorted(self.config.admin_names)
+            raise gr.Error(
+                f"only the app's admins may {spends}: it spends the host's credentials. "
+                + (f"Admins: {', '.join(admins)}." if admins else
+                   "This app has none: start it with --auth and --admin NAME, or on loopback."))
+        return user
 
 
 def build(config: AppConfig, pool=None):
@@ -151,6 +195,7 @@ def serve(config: AppConfig) -> None:
                 port = server.servers[0].sockets[0].getsockname()[1]
                 who = (f"logins: {', '.join(u for u, _ in config.auth)}" if config.auth
                        else f"labeler: {config.labeler}")
+                who += f"; may push and generate: {', '.join(sorted(config.admin_names)) or 'nobody'}"
                 print(f"salon app on pool {pool.dir} ({who})\n"
                       f"Running on local URL: http://{host}:{port}/", flush=True)
 

@@ -6,6 +6,11 @@ run stores each candidate as soon as it is rendered, so new candidates join the 
 run at a time per app. A timer shows progress: candidates of the subject stored since the
 start, against N per model, and the run's report when it ends.
 
+Generating spends the host's model credentials, so only the app's admins may start a run
+(AppState.admin), and OPENAI_API_KEY goes only to a base URL configured when the app started
+(AppConfig.generate_urls): the base URL is a dropdown of those without custom values, so
+Gradio refuses any other value, from the page and the API alike, before `start` runs.
+
 Named endpoints: /generate (subject, models, n, base_url, guides, rounds) -> status text,
 /generation_status () -> status text.
 """
@@ -55,11 +60,15 @@ def generate_view(state) -> None:
     pool = state.pool
     subjects = sorted(SubjectBook.load().subjects)
 
-    def start(subject: str, models: str, n: float, base_url: str, guides: bool, rounds: float) -> str:
-        """Start a generation run in the background; returns its status."""
+    urls = state.config.generate_urls
+
+    def start(subject: str, models: str, n: float, base_url: str, guides: bool, rounds: float,
+              request: gr.Request) -> str:
+        """Start a generation run in the background (admins only); returns its status."""
         from salon.curate.backends import BackendConfig
         from salon.curate.generate import GenerateConfig
 
+        state.admin(request, "generate")
         if state.job is not None and not state.job.done.is_set():
             raise gr.Error("a generation run is already going: wait for it to finish")
         names = [m.strip() for m in models.replace(",", "\n").splitlines() if m.strip()]
@@ -67,7 +76,7 @@ def generate_view(state) -> None:
             config = GenerateConfig(
                 subject=subject, models=names, n=int(n or 0), pool=pool.dir, guides=bool(guides),
                 rounds=int(rounds or 0), progress=False,
-                backend=BackendConfig(base_url=base_url.strip() or None))
+                backend=BackendConfig(base_url=base_url or None))
         except SalonError as e:
             raise gr.Error(str(e)) from None
         job = GenerationJob(config, subject_count(pool, subject))
@@ -102,7 +111,9 @@ def generate_view(state) -> None:
                               allow_custom_value=True, label="subject")
         models = gr.Textbox(label="models (backend:name, one per line or comma-separated)",
                             placeholder="openai:Qwen/Qwen3-Coder-30B-A3B-Instruct", lines=2)
-        base_url = gr.Textbox(label="OpenAI-compatible base URL (default $OPENAI_BASE_URL)")
+        base_url = gr.Dropdown([(u or "the openai default (api.openai.com)", u) for u in urls],
+                               value=urls[0], allow_custom_value=False,  # the key goes nowhere else
+                               label="OpenAI-compatible base URL (set at start: --base-url)")
     with gr.Row():
         n = gr.Number(4, precision=0, minimum=1, label="N per model")
         rounds = gr.Number(0, precision=0, minimum=0, label="critique rounds")

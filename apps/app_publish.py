@@ -4,7 +4,8 @@ Stats per tier, model and labeler with the labelers' agreement (salon.pool.stats
 preview is the README.md that `salon pool export` writes (built on request: it exports the
 pool into a temporary folder); push is `salon pool push` (salon.pool.hub.push), which records
 the release, whose revision is shown. The Hub token is HF_TOKEN or the saved login, the
-endpoint HF_ENDPOINT, as for the command line.
+endpoint HF_ENDPOINT, as for the command line: the host's token, so only the app's admins may
+push (AppState.admin).
 
 Named endpoints: /card () -> markdown, /push (repo_id, private, message) -> revision text.
 """
@@ -52,10 +53,11 @@ def publish_view(state, refresh_on: list) -> None:
             result = export_pool(pool, Path(tmp) / "export")
             return (result.path / "README.md").read_text(encoding="utf-8")
 
-    def push(repo_id: str, private: bool, message: str) -> str:
-        """Export and push the pool to a Hub dataset repo; returns the pushed revision."""
+    def push(repo_id: str, private: bool, message: str, request: gr.Request) -> str:
+        """Export and push the pool to a Hub dataset repo (admins only); returns the revision."""
         from salon.pool.hub import push as push_pool
 
+        state.admin(request, "push to the Hub")
         if not repo_id.strip():
             raise gr.Error("give a repo id: namespace/name")
         with store_errors():

@@ -1,7 +1,7 @@
 """`salon app`: the Gradio curation app on a pool (a public interface: flags are only added).
 
     salon app [--pool DIR] [--port P] [--host H] [--user NAME | --auth USER:PASS ...]
-              [--insecure-no-auth]
+              [--insecure-no-auth] [--admin NAME ...] [--base-url URL ...]
 
 The app itself is salon.apps.app; this module only parses the command line.
 """
@@ -21,6 +21,11 @@ def add_parser(sub) -> None:
                      help="require a login; repeat for several labelers")
     p.add_argument("--insecure-no-auth", action="store_true",
                    help="allow a non-loopback --host without --auth: anyone who reaches the port labels")
+    p.add_argument("--admin", action="append", metavar="NAME", default=[],
+                   help="a login (of --auth) that may push to the Hub and generate; repeat for several")
+    p.add_argument("--base-url", action="append", metavar="URL", default=[], dest="base_urls",
+                   help="an OpenAI-compatible base URL the Generate view may send OPENAI_API_KEY to "
+                        "(repeatable; $OPENAI_BASE_URL counts too)")
     p.set_defaults(run=run)
 
 
@@ -36,5 +41,6 @@ def run(args) -> int:
         raise ConfigError([f"--auth {a!r} is not USER:PASS" for a in bad], where="salon app")
     auth = [tuple(a.split(":", 1)) for a in args.auth]
     serve(AppConfig(pool=args.pool, host=args.host, port=args.port, user=args.user, auth=auth,
-                    insecure_no_auth=args.insecure_no_auth))
+                    insecure_no_auth=args.insecure_no_auth, admins=args.admin,
+                    base_urls=args.base_urls))
     return 0

@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -102,14 +103,59 @@ def fake_hub():
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory, fake_hub):
+def chat():
+    from curate_openai_server import ChatServer
+
+    examples = Path(__file__).parents[1] / "curate/examples"
+    sketches = [(examples / f).read_text() for f in ("hibiscus_01_sketch.js", "hibiscus_02_five_petals.js")]
+    with ChatServer(sketches) as server:
+        yield server
+
+
+class KeyRecorder:
+    """A loopback HTTP server that records the Authorization header of every request it gets
+    and refuses them all (401), so a generation run against it stops at once."""
+
+    def __init__(self):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        seen = self.seen = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                seen.append(self.headers.get("Authorization"))
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(401)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self):
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def hub_env(fake_hub) -> dict:
+    return {"HF_ENDPOINT": fake_hub[0], "HF_TOKEN": "test-token", "HF_HUB_DISABLE_XET": "1",
+            "HF_HUB_OFFLINE": "0"}
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory, fake_hub, chat):
     folder = tmp_path_factory.mktemp("app") / "pool"
     ids = make_pool(folder)
     with Pool.open(folder) as pool:  # the 8th painting's file goes missing
         pool.image_path(ids[7]).unlink()
-    env = {"HF_ENDPOINT": fake_hub[0], "HF_TOKEN": "test-token", "HF_HUB_DISABLE_XET": "1",
-           "HF_HUB_OFFLINE": "0"}
-    a = App(folder, "--user", "ann", env=env).start()
+    a = App(folder, "--user", "ann", "--base-url", chat.base_url, env=hub_env(fake_hub)).start()
     a.ids = ids
     yield a
     a.stop()
@@ -120,6 +166,16 @@ def open_page(context_or_browser, url: str):
     page.goto(url)
     page.wait_for_selector(".salon-stage[data-id]")
     return page
+
+
+def login(browser, url: str, user: str, password: str):
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(url)
+    page.get_by_label("username").fill(user)
+    page.get_by_label("password").fill(password)
+    page.get_by_role("button", name="Login").click()
+    return context, page
 
 
 def shown(page) -> str:
@@ -243,19 +299,9 @@ def test_sigkill_loses_no_acknowledged_label(tmp_path, browser):
 def test_two_labelers_at_once_and_a_wrong_password(tmp_path, browser):
     ids = make_pool(tmp_path / "pool")
     app = App(tmp_path / "pool", "--auth", "alice:pw-a", "--auth", "bob:pw-b").start()
-
-    def login(user: str, password: str):
-        context = browser.new_context()
-        page = context.new_page()
-        page.goto(app.url)
-        page.get_by_label("username").fill(user)
-        page.get_by_label("password").fill(password)
-        page.get_by_role("button", name="Login").click()
-        return context, page
-
     pages = []
     for user, password in (("alice", "pw-a"), ("bob", "pw-b")):
-        context, page = login(user, password)
+        context, page = login(browser, app.url, user, password)
         page.wait_for_selector(".salon-stage[data-id]")
         pages.append(page)
     for i in range(6):  # interleaved: both label the same paintings at the same time
@@ -266,7 +312,7 @@ def test_two_labelers_at_once_and_a_wrong_password(tmp_path, browser):
     assert mine(tmp_path / "pool", "alice") == {i: "love" for i in ids[:6]}
     assert mine(tmp_path / "pool", "bob") == {i: "nope" for i in ids[:6]}
 
-    context, page = login("alice", "wrong")
+    context, page = login(browser, app.url, "alice", "wrong")
     page.get_by_text("Incorrect credentials").wait_for()
     assert page.request.get(app.url + "salon/api/me").status == 401
     assert page.request.get(app.url + f"salon/img/{ids[0]}").status == 401
@@ -306,26 +352,74 @@ def test_named_endpoints_with_gradio_client(app, fake_hub):
     assert release.repo_id == "me/salon-pool" and release.revision in text
 
 
-def test_generate_view_runs_in_the_background(app):
+def wait_generated(client, status: str) -> str:
+    deadline = time.monotonic() + 240
+    while "done" not in status and "failed" not in status and time.monotonic() < deadline:
+        time.sleep(1)
+        status = client.predict(api_name="/generation_status")
+    return status
+
+
+def test_generate_view_runs_in_the_background(app, chat):
     from gradio_client import Client
 
-    sys.path.insert(0, str(Path(__file__).parent))
-    from curate_openai_server import ChatServer
-
-    examples = Path(__file__).parents[1] / "curate/examples"
-    sketches = [(examples / f).read_text() for f in ("hibiscus_01_sketch.js", "hibiscus_02_five_petals.js")]
     client = Client(app.url, verbose=False, download_files=False, analytics_enabled=False)
-    with ChatServer(sketches) as chat:
-        status = client.predict("peach hibiscus", "openai:examples", 2, chat.base_url, False, 0,
-                                api_name="/generate")
-        assert "running" in status or "done" in status
-        deadline = time.monotonic() + 240
-        while "done" not in status and "failed" not in status and time.monotonic() < deadline:
-            time.sleep(1)
-            status = client.predict(api_name="/generation_status")
+    status = client.predict("peach hibiscus", "openai:examples", 2, chat.base_url, False, 0,
+                            api_name="/generate")
+    assert "running" in status or "done" in status
+    status = wait_generated(client, status)
     assert "done: **2** new candidates" in status, status
     with Pool.open(app.pool) as pool:
         new = [x.id for x in pool.candidates(subject="peach hibiscus", model="openai:examples")]
     assert len(new) == 2
     queue = client.predict("unlabelled", "openai:examples", "", api_name="/queue")
     assert queue and set(queue) <= set(new)  # they joined the label queue
+
+
+def test_only_admins_push_and_generate_and_the_key_goes_only_where_configured(tmp_path, browser, fake_hub):
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    make_pool(tmp_path / "pool")
+    with KeyRecorder() as configured, KeyRecorder() as typed_in:
+        app = App(tmp_path / "pool", "--auth", "alice:pw-a", "--auth", "bob:pw-b", "--admin", "alice",
+                  "--base-url", configured.base_url,
+                  env=hub_env(fake_hub) | {"OPENAI_API_KEY": "sk-host-secret"}).start()
+        try:
+            def client(user: str, password: str):
+                return Client(app.url, auth=(user, password), verbose=False, download_files=False,
+                              analytics_enabled=False)
+
+            run = ("pear", "openai:any", 1, configured.base_url, False, 0)
+            bob = client("bob", "pw-b")
+            with pytest.raises(AppError, match="only the app's admins may push to the Hub"):
+                bob.predict("bob/pool", False, "", api_name="/push")
+            with pytest.raises(AppError, match="only the app's admins may generate"):
+                bob.predict(*run, api_name="/generate")
+
+            # The page's buttons reach the same refusal.
+            context, page = login(browser, app.url, "bob", "pw-b")
+            page.get_by_role("tab", name="Publish").click()
+            page.get_by_label("dataset repo id").fill("bob/pool")
+            page.get_by_role("button", name="Push to the Hub").click()
+            page.get_by_text("only the app's admins may push").first.wait_for()
+            page.get_by_role("tab", name="Generate").click()
+            page.get_by_label("models").fill("openai:any")
+            page.click("#salon-generate")
+            page.get_by_text("only the app's admins may generate").first.wait_for()
+            context.close()
+            with Pool.open(tmp_path / "pool") as pool:
+                assert pool.releases() == []
+            assert configured.seen == []
+
+            # An admin's typed-in base URL is refused before any request: the key never leaves.
+            alice = client("alice", "pw-a")
+            with pytest.raises(AppError, match="is not in the list of choices"):
+                alice.predict("pear", "openai:any", 1, typed_in.base_url, False, 0, api_name="/generate")
+            status = wait_generated(alice, alice.predict(*run, api_name="/generate"))
+            assert "done" in status, status
+            assert configured.seen and set(configured.seen) == {"Bearer sk-host-secret"}
+            assert typed_in.seen == []
+            assert "pushed **alice/pool@" in alice.predict("alice/pool", False, "", api_name="/push")
+        finally:
+            app.stop()

@@ -31,3 +31,26 @@ def test_a_network_host_needs_a_login_or_the_flag_that_names_the_risk(host, tmp_
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "localhost"])
 def test_loopback_needs_no_login(host):
     AppConfig(host=host)
+
+
+def test_who_may_spend_the_hosts_credentials(monkeypatch):
+    assert AppConfig(user="ann").admin_names == {"ann"}  # started it, on loopback
+    assert AppConfig(user="ann", host="0.0.0.0", insecure_no_auth=True).admin_names == set()
+    logins = [("alice", "pw"), ("bob", "pw")]
+    assert AppConfig(auth=logins).admin_names == set()
+    assert AppConfig(auth=logins, admins=["bob"]).admin_names == {"bob"}
+    with pytest.raises(ConfigError) as e:
+        AppConfig(user="ann", admins=["ann"])
+    assert "--admin names logins: give --auth too" in str(e.value)
+    with pytest.raises(ConfigError, match="'carol' is not one of the --auth logins"):
+        AppConfig(auth=logins, admins=["carol"])
+
+
+def test_generation_may_use_only_the_base_urls_configured_at_start(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert AppConfig().generate_urls == [""]  # the openai backend's own default
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert AppConfig(base_urls=["http://gpu:8000/v1"]).generate_urls == [
+        "http://gpu:8000/v1", "http://127.0.0.1:9/v1"]
+    with pytest.raises(ConfigError, match="http:// or https://"):
+        AppConfig(base_urls=["gpu:8000"])
