@@ -171,7 +171,9 @@ def build(config: AppConfig, pool=None):
     app = gr.mount_gradio_app(
         app, demo, path="/", auth=config.auth or None, ssr_mode=False,
         auth_message="salon: log in to label (each label records your name)",
-        allowed_paths=[str(pool.dir.resolve())], footer_links=["api"],
+        # Gradio serves only the images (the grid's thumbnails), never the pool folder: it
+        # holds pool.db and its WAL files with every labeler's labels.
+        allowed_paths=[str((pool.dir / "images").resolve())], footer_links=["api"],
         server_name=config.host, server_port=config.port)
     return app
 

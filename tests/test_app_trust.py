@@ -54,3 +54,28 @@ def test_generation_may_use_only_the_base_urls_configured_at_start(monkeypatch):
         "http://gpu:8000/v1", "http://127.0.0.1:9/v1"]
     with pytest.raises(ConfigError, match="http:// or https://"):
         AppConfig(base_urls=["gpu:8000"])
+
+
+def test_gradio_file_routes_serve_images_but_never_the_sqlite_files(tmp_path, make_png):
+    from fastapi.testclient import TestClient
+    from salon.apps.app import build
+    from salon.pool import Candidate, Pool
+
+    painting = Candidate(code="// a painting", ok=True, png=make_png(1))
+    with Pool.open(tmp_path / "pool") as pool:
+        pool.add_candidate(painting)
+        pool.label(painting.id, "love", "bob")
+        image = pool.image_path(painting.id).resolve()
+        with TestClient(build(AppConfig(user="ann"), pool)) as api:
+            db = pool.db_path.resolve()
+            secrets = [db, db.with_name("pool.db-wal"), db.with_name("pool.db-shm")]
+            assert all(p.exists() for p in secrets)  # the app holds the pool open: WAL mode
+            for path in [*map(str, secrets), f"{image.parent}/../../pool.db",
+                         f"{image.parents[1]}/%2E%2E/pool.db", str(db).replace("/", "//")]:
+                for route in ("/gradio_api/file=", "/file=", "/gradio_api/file/", "/file/"):
+                    r = api.get(route + path)
+                    assert r.status_code in (403, 404), (route, path, r.status_code)
+                    assert b"SQLite format" not in r.content
+            # The images themselves still load, for the grid's thumbnails.
+            r = api.get(f"/gradio_api/file={image}")
+            assert r.status_code == 200 and r.content == image.read_bytes()
