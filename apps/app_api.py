@@ -8,7 +8,7 @@ label and compare views talk to these plain FastAPI routes from their own JS
     POST /salon/api/queue   {view, model, subject, rejects, duplicates}
                                            {ids, labelled, total}: the label queue, in pool order
     POST /salon/api/items   {ids}          {items: [...]}: what the label view shows per id
-    POST /salon/api/label   {id, tier}     {seq, at, consensus}: tier null is an undo
+    POST /salon/api/label   {id, tier}     {seq, at, tier, user, labels, consensus}: null tier = undo
     GET  /salon/api/pair                   {left, right}: two gate-passing paintings, random order
     POST /salon/api/pair    {left, right, winner}
     GET  /salon/img/{id}                   the candidate's PNG (immutable: the URL names its sha)
@@ -19,6 +19,9 @@ With `--auth`, every route needs the `salon-session` cookie, and labels carry it
 (`Sessions`): Gradio's public way to name the logged-in user is `gr.Request.username` inside
 its own events, so the page asks the Gradio endpoint `/salon_session` once for a token bound to
 that user and sends it back as the cookie.
+
+Labels stay independent: an item carries the other labelers' tiers and the consensus only
+once the requesting user has labelled it (`revealed`); the grid shows them, for review.
 """
 
 from __future__ import annotations
@@ -41,9 +44,16 @@ VIEWS = ("unlabelled", "all", "love", "okay", "nope")
 IMMUTABLE = {"Cache-Control": "private, max-age=31536000, immutable"}
 
 
+def revealed(labels: dict[str, str], me: str) -> tuple[dict[str, str], str | None]:
+    """Every labeler's tier and the consensus as `me` may see them: only once `me` labelled the
+    painting. Seen before, they anchor the label, and agreement would measure the anchoring."""
+    return (labels, consensus(list(labels.values()))) if me in labels else ({}, None)
+
+
 def item(pool, c: Candidate, labels: dict[str, str], me: str) -> dict:
     """One candidate as the label and compare views show it."""
     image = pool.image_path(c.id)
+    shown, agreed = revealed(labels, me)
     has_image = image is not None and image.exists()
     return {
         "id": c.id, "subject": c.subject, "model": c.model, "seed": c.seed, "round": c.round,
@@ -55,7 +65,7 @@ def item(pool, c: Candidate, labels: dict[str, str], me: str) -> dict:
         "guide": None if c.guide is None else {
             "url": f"/salon/guide/{c.id}", "observation_url": c.guide.observation_url,
             "license": c.guide.license, "attribution": c.guide.attribution},
-        "mine": labels.get(me), "labels": labels, "consensus": consensus(list(labels.values())),
+        "mine": labels.get(me), "labels": shown, "consensus": agreed,
     }
 
 
@@ -127,8 +137,9 @@ def router(pool, user_of: Callable[[Request], str | None]) -> APIRouter:
             row = pool.undo(cid, user) if tier is None else pool.label(cid, tier, user)
         except PoolError as e:
             raise HTTPException(400, str(e)) from None
+        labels, agreed = revealed(pool.current_labels([cid]).get(cid, {}), user)
         return {"seq": row.seq, "at": row.at, "tier": row.tier, "user": user,
-                "consensus": pool.consensus_tier(cid)}
+                "labels": labels, "consensus": agreed}
 
     @api.get("/salon/api/pair")
     def pair(user: str = Depends(me)):

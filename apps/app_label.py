@@ -17,7 +17,7 @@ from contextlib import contextmanager
 
 import gradio as gr
 
-from salon.apps.app_api import queue_ids
+from salon.apps.app_api import queue_ids, revealed
 from salon.pool.errors import SalonError
 
 LABEL_HTML = """
@@ -75,15 +75,20 @@ def api_endpoints(state) -> None:
         """Label a candidate love, okay or nope as the logged-in user; returns the committed row."""
         with store_errors():
             row = pool.label(pool.resolve_id(candidate_id), tier, state.user(request))
-            return {"id": row.candidate_id, "tier": row.tier, "labeler": row.labeler,
-                    "seq": row.seq, "consensus": pool.consensus_tier(row.candidate_id)}
+            return committed(row)
 
     def undo(candidate_id: str, request: gr.Request) -> dict:
         """Clear the logged-in user's tier of a candidate."""
         with store_errors():
             row = pool.undo(pool.resolve_id(candidate_id), state.user(request))
-            return {"id": row.candidate_id, "tier": None, "labeler": row.labeler,
-                    "seq": row.seq, "consensus": pool.consensus_tier(row.candidate_id)}
+            return committed(row)
+
+    def committed(row) -> dict:
+        """A committed label row; the consensus only while its labeler has a tier (`revealed`)."""
+        _, agreed = revealed(pool.current_labels([row.candidate_id]).get(row.candidate_id, {}),
+                             row.labeler)
+        return {"id": row.candidate_id, "tier": row.tier, "labeler": row.labeler,
+                "seq": row.seq, "consensus": agreed}
 
     def pair_choice(left_id: str, right_id: str, winner: str, request: gr.Request) -> dict:
         """Record which of two paintings the user prefers: left, right or tie."""

@@ -155,6 +155,7 @@ def app(tmp_path_factory, fake_hub, chat):
     ids = make_pool(folder)
     with Pool.open(folder) as pool:  # the 8th painting's file goes missing
         pool.image_path(ids[7]).unlink()
+        pool.label(ids[0], "love", "zoe")  # another labeler's tier, hidden from ann until she labels
     a = App(folder, "--user", "ann", "--base-url", chat.base_url, env=hub_env(fake_hub)).start()
     a.ids = ids
     yield a
@@ -203,6 +204,11 @@ def test_keys_undo_filters_grid_and_compare(app, browser):
     c = app.ids
     page = open_page(browser, app.url)
     assert shown(page) == c[0]  # keys work at once: no click first
+    # zoe's tier of c0 is neither on the page nor in the item's data before ann labels it.
+    page.wait_for_selector(".salon-meta dl")
+    assert "shown once you label it" in page.inner_text(".salon-meta")
+    assert "zoe" not in page.content()
+    assert page.evaluate(f"window.salon.label.items.get('{c[0]}')")["labels"] == {}
     press(page, "1", c[1])
     press(page, "2", c[2])
     press(page, "3", c[3])
@@ -213,6 +219,10 @@ def test_keys_undo_filters_grid_and_compare(app, browser):
     press(page, "ArrowLeft", c[1])
     wait_acked(page, 5)
     assert mine(app.pool, "ann") == {c[0]: "love"}
+    press(page, "ArrowLeft", c[0])  # labelled now: the others' tiers and the consensus show
+    page.wait_for_function("document.querySelector('.salon-meta').innerText.includes('zoe: love')")
+    assert "love (zoe: love)" in page.inner_text(".salon-meta")
+    press(page, "ArrowRight", c[1])
     with Pool.open(app.pool) as pool:
         assert [r.tier for r in pool.label_history(c[2])] == ["nope", None]
 
@@ -253,6 +263,7 @@ def test_keys_undo_filters_grid_and_compare(app, browser):
     expect(thumbs).to_have_count(1)
     thumbs.first.click()
     expect(page.locator("#salon-grid-info")).to_contain_text(c[0][:12])
+    expect(page.locator("#salon-grid-info")).to_contain_text("zoe: love")  # the grid is for review
     page.click("#salon-grid-nope")
     expect(page.locator("#salon-grid-info")).to_contain_text("your label: nope")
     assert mine(app.pool, "ann")[c[0]] == "nope"

@@ -79,3 +79,27 @@ def test_gradio_file_routes_serve_images_but_never_the_sqlite_files(tmp_path, ma
             # The images themselves still load, for the grid's thumbnails.
             r = api.get(f"/gradio_api/file={image}")
             assert r.status_code == 200 and r.content == image.read_bytes()
+
+
+def test_others_tiers_reach_a_labeler_only_after_her_own_label(tmp_path, make_png):
+    from fastapi.testclient import TestClient
+    from salon.apps.app import build
+    from salon.pool import Candidate, Pool
+
+    a, b = (Candidate(code=f"// {i}", ok=True, png=make_png(i)) for i in range(2))
+    with Pool.open(tmp_path / "pool") as pool:
+        pool.add_candidates([a, b])
+        pool.label(a.id, "love", "bob")
+        pool.label(b.id, "okay", "carol")
+        with TestClient(build(AppConfig(user="ann"), pool)) as api:
+            items = api.post("/salon/api/items", json={"ids": [a.id, b.id]}).json()["items"]
+            assert [(i["labels"], i["consensus"], i["mine"]) for i in items] == [({}, None, None)] * 2
+            pair = api.get("/salon/api/pair").json()
+            assert "bob" not in str(pair) and "carol" not in str(pair)
+            got = api.post("/salon/api/label", json={"id": a.id, "tier": "nope"}).json()
+            assert got["labels"] == {"bob": "love", "ann": "nope"} and got["consensus"] is not None
+            items = api.post("/salon/api/items", json={"ids": [a.id, b.id]}).json()["items"]
+            assert items[0]["labels"] == {"bob": "love", "ann": "nope"}
+            assert (items[1]["labels"], items[1]["consensus"]) == ({}, None)  # still unlabelled by ann
+            undone = api.post("/salon/api/label", json={"id": a.id, "tier": None}).json()
+            assert (undone["labels"], undone["consensus"]) == ({}, None)

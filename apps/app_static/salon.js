@@ -111,7 +111,8 @@
     async deliver(op) {
       for (let attempt = 0; ; attempt++) {
         try {
-          await call(op.path, op.body);
+          const answer = await call(op.path, op.body);
+          if (op.path === "/salon/api/label" && S.label) S.label.acked(op.body.id, answer);
           if (this.t0s.has(op)) S.metrics.ack.push(performance.now() - this.t0s.get(op));
           this.acked++;
           if (this.problem && this.problem.retry) this.problem = null;
@@ -307,7 +308,9 @@
         ? "rejected: " + it.violations.join(", ") : "not rendered";
       const rows = [
         ["your label", h("b", { className: `salon-tier salon-${it.mine || "none"}`, textContent: it.mine || "—" })],
-        ["consensus", (it.consensus || "unlabelled") + (others ? ` (${others})` : "")],
+        // The server sends the others' tiers only once you labelled it: they would anchor you.
+        ["consensus", !it.mine ? "shown once you label it"
+          : (it.consensus || "unlabelled") + (others ? ` (${others})` : "")],
         ["subject", it.subject || "—"], ["model", it.model || "—"],
         ["seed · round", `${it.seed} · ${it.round}`], ["gate", gate],
         ["id", it.id.slice(0, 12) + (it.dup_of ? ` (near-duplicate of ${it.dup_of.slice(0, 12)})` : "")],
@@ -335,6 +338,12 @@
       if (pos === this.pos) return;
       this.pos = pos;
       this.show(t0);
+    }
+    acked(id, answer) {  // the committed label brings the others' tiers, now that yours is in
+      const it = this.items.get(id);
+      if (!it || (it.mine || null) !== answer.tier) return;  // a later key changed it again
+      Object.assign(it, { labels: answer.labels, consensus: answer.consensus });
+      if (this.stage.dataset.id === id) this.renderMeta(it);
     }
     setTier(it, tier, t0) {
       if (!!it.mine !== !!tier) this.labelled += tier ? 1 : -1;
