@@ -63,3 +63,38 @@ def test_grpo_config_accepts_the_engine_fields(tmp_path):
                                                                  "bf16": False, "report_to": []}})
     args = grpo_args(cfg, tmp_path)
     assert args.use_transformers_continuous_batching and not args.use_vllm
+
+
+def test_trainable_weights_keep_their_dtype_when_generation_casts_the_model(tmp_path):
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from salon.train.recipe import trainable_dtypes_kept
+
+    folder = resolve_random("random:qwen3-1.7b", tmp_path / "p", shape=SMALL_LM)
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32),
+                           LoraConfig(r=2, target_modules="all-linear", task_type="CAUSAL_LM"))
+
+    def generate_like_trl_continuous_batching(prompts):
+        model.to(torch.bfloat16)  # what TRL 1.16 does before generate_batch when bf16 is on
+        return prompts
+
+    wrapped = trainable_dtypes_kept(generate_like_trl_continuous_batching, model)
+    assert wrapped(["p"]) == ["p"]
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    assert trainable and all(p.dtype == torch.float32 for p in trainable)
+    assert any(p.dtype == torch.bfloat16 for p in model.parameters() if not p.requires_grad)
+
+
+def test_continuous_batching_in_one_process_on_several_gpus_says_what_to_do(monkeypatch):
+    import torch
+
+    from salon.train.recipe import check_single_process_engine
+
+    cfg = config_from_dict({"grpo": {"generation": "continuous_batching"}})
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    with pytest.raises(ConfigError, match="CUDA_VISIBLE_DEVICES"):
+        check_single_process_engine(cfg, processes=1)
+    check_single_process_engine(cfg, processes=2)  # one process per GPU is fine
+    check_single_process_engine(config_from_dict({}), processes=1)  # so is the plain engine

@@ -123,6 +123,39 @@ def generation_kwargs(g) -> dict:
     return {}
 
 
+def trainable_dtypes_kept(generate, model):
+    """TRL's continuous-batching path casts the whole model to bf16 before `generate_batch`,
+    the LoRA weights too (peft keeps them in fp32): the adapter would then train in bf16 and a
+    resumed run fails in AdamW (fp32 optimizer state, bf16 parameters; seen on an H200 with
+    trl 1.16). Putting each trainable parameter back in its own dtype after generating keeps the
+    update what the plain engine does."""
+    trainable = [(p, p.dtype) for p in model.parameters() if p.requires_grad]
+
+    def wrapped(*args, **kwargs):
+        try:
+            return generate(*args, **kwargs)
+        finally:
+            for p, dtype in trainable:
+                if p.dtype != dtype:
+                    p.data = p.data.to(dtype)
+
+    return wrapped
+
+
+def check_single_process_engine(cfg: TrainConfig, processes: int) -> None:
+    """Continuous batching in one process on a host with several visible GPUs spreads its paged
+    KV cache over all of them while the model sits on the first, and every request fails
+    (transformers 5.24, seen on a 2-GPU H200 host). Say what to do before loading anything."""
+    import torch
+
+    from salon.pool.errors import ConfigError
+
+    if cfg.grpo.generation == "continuous_batching" and processes == 1 and torch.cuda.device_count() > 1:
+        raise ConfigError([f"grpo.generation=continuous_batching in one process sees {torch.cuda.device_count()} "
+                           "GPUs and would spread its KV cache over all of them: set CUDA_VISIBLE_DEVICES to one "
+                           "GPU, or run one process per GPU with `accelerate launch`"], "salon train")
+
+
 def resume_checkpoint(cfg: TrainConfig, out: Path) -> str | None:
     """None, the newest checkpoint-N ("latest"), or the folder given."""
     from salon.pool.errors import ConfigError
@@ -188,6 +221,7 @@ def train(cfg: TrainConfig) -> dict:
 
     out = Path(cfg.output_dir)
     state = PartialState()
+    check_single_process_engine(cfg, state.num_processes)
     if state.is_main_process:
         out.mkdir(parents=True, exist_ok=True)
         (out / "salon_train.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
@@ -236,6 +270,8 @@ def train(cfg: TrainConfig) -> dict:
     trainer = GRPOTrainer(model=policy, reward_funcs=[adapter], args=grpo_args(cfg, out),
                           train_dataset=build_dataset(cfg), processing_class=tokenizer,
                           peft_config=lora_config(cfg), callbacks=[salon_callback(cfg)])
+    if cfg.grpo.generation == "continuous_batching":
+        trainer._generate = trainable_dtypes_kept(trainer._generate, trainer.model)
     if cfg.render.prefetch:
         # TRL has no hook between generation and reward; wrapping its _generate lets rendering start
         # while TRL computes log-probabilities on the GPU
