@@ -43,10 +43,12 @@ def _brightness_pairs(n: int, rng):
     return pairs, labels
 
 
-def teach_ab_preference(folder: str | Path, steps: int = 40, seed: int = 0, lr: float = 1e-2) -> Path:
+def teach_ab_preference(folder: str | Path, steps: int = 300, seed: int = 0, lr: float = 3e-3) -> Path:
     """Fine-tune the tiny VLM in `folder` to answer "A" when Painting A is brighter, else "B".
 
     Uses the judges' own prompt (salon.judges.prompt), so the answer tokens come out on top.
+    40 steps at lr 1e-2 left a model that only answered by position under transformers 5.24
+    (p within 0.03 of 0.5 in both orders); 300 at 3e-3 gives p > 0.99 on 60-level gaps in ~7 s.
     """
     import numpy as np
     import torch
