@@ -108,7 +108,8 @@ async def probe_one(playwright, chromium: str | None, base_args: list[str], name
         got = await asyncio.wait_for(page.evaluate(_PROBE_JS), timeout_s)
         path.renderer = got["renderer"]
         if not got["drew"]:
-            path.error = f"WebGL did not draw (renderer {path.renderer!r})"
+            why = await asyncio.to_thread(gpu_process_errors, chromium, base_args, flags)
+            path.error = f"WebGL did not draw (renderer {path.renderer!r})" + (": " + " | ".join(why) if why else "")
         elif any(s in path.renderer.lower() for s in SOFTWARE_RENDERERS):
             path.error = f"fell back to software ({path.renderer})"
     except Exception as e:  # a GPU process that fails to start shows up here
@@ -120,6 +121,30 @@ async def probe_one(playwright, chromium: str | None, base_args: list[str], name
             except Exception:
                 pass
     return path
+
+
+def gpu_process_errors(chromium: str | None, base_args: list[str], flags: list[str], seconds: float = 8.0) -> list[str]:
+    """The GPU process's own error lines for a flag set (WebGL only says "no context"): the
+    browser is started bare with logging to stderr, given a few seconds, and stopped."""
+    import re
+    import subprocess
+
+    if not chromium:
+        return []
+    proc = subprocess.Popen([chromium, "--headless", *base_args, *flags, "--enable-logging=stderr", "about:blank"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=driver_env())
+    try:
+        _, err = proc.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    seen: list[str] = []
+    for line in err.splitlines():
+        if "ERROR:" in line and re.search(r"vulkan|egl|gl_|angle|gpu", line, re.I):
+            msg = line.split("] ", 1)[-1].strip()
+            if msg not in seen:
+                seen.append(msg)
+    return seen[:4]
 
 
 async def probe_gl_paths(playwright, chromium: str | None, base_args: list[str],

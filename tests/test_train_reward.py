@@ -8,6 +8,7 @@ import dataclasses
 from concurrent.futures import Future
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from salon.curate.render import RenderConfig
@@ -84,6 +85,8 @@ def test_one_value_per_completion_gate_failures_get_the_penalty(tiny, render_poo
     assert set(a.reward_columns) <= set(df.columns) and "reward_judge" in df
     assert df.loc[3, "violations"].tolist() == ["blank_canvas"] and df.loc[1, "violations"].tolist() == ["no_sketch"]
     assert df["reward_judge"].notna().tolist() == [True, False, True, False, False, True]
+    # every painting names the GL path that drew it; the gate stopped "I cannot paint." before any browser
+    assert df.loc[0, "render_gl"] in ("swiftshader", "angle-vulkan", "angle-egl", "egl") and pd.isna(df.loc[1, "render_gl"])
     for _, group in df.groupby("group"):  # a group faces one reference draw
         assert group["draw_seed"].nunique() == 1 and len({tuple(r) for r in group["references"]}) == 1
     assert metrics["salon/gate_pass"] == pytest.approx(0.5) and metrics["salon/none"] == 0

@@ -121,6 +121,7 @@ class RewardAdapter:
             completion=s.completion, completion_chars=len(s.completion), code=s.code, seed=s.seed, image=res.png,
             gate_passed=scored.components["gate"] == 1.0, violations=list(res.violations),
             js_errors=list(res.js_errors), render_ms=res.render_ms, render_unavailable=bool(res.unavailable),
+            render_gl=res.gl or None,
             paint_fraction=res.paint_fraction, coverage=scored.coverage, reward=scored.total,
             missing=scored.missing, judge_reason=scored.reason, references=[r.id for r in draw.references],
             reference_tiers=[r.tier or "" for r in draw.references], draw_seed=draw.seed,

@@ -93,6 +93,7 @@ class Rollout:
     js_errors: list[str] = field(default_factory=list)
     render_ms: int | None = None
     render_unavailable: bool = False
+    render_gl: str | None = None  # the GL path that drew it (swiftshader or a GPU flag set): rewards may differ by path
     paint_fraction: float | None = None
     coverage: float | None = None
     reward: float | None  # the total; None = missing (an infrastructure failure), never 0
