@@ -10,12 +10,16 @@ from __future__ import annotations
 import io
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 # The whole suite is offline: no Hub, no telemetry, no analytics.
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+# trackio reads TRACKIO_DIR once, when something first imports it (trl does, on import): set it
+# before any test runs, so the smoke run's metrics land in this session's folder, not in ~/.cache
+os.environ.setdefault("TRACKIO_DIR", tempfile.mkdtemp(prefix="salon-tests-trackio-"))
 
 import numpy as np
 import pytest

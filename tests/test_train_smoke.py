@@ -23,7 +23,6 @@ def offline(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("HF_HUB_OFFLINE", "1")
     mp.setenv("HF_HOME", str(tmp_path_factory.mktemp("hf")))
-    mp.setenv("TRACKIO_DIR", str(tmp_path_factory.mktemp("trackio")))
     yield
     mp.undo()
 
