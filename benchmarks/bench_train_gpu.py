@@ -113,8 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     import torch
-    from datasets import load_dataset
 
+    from salon.train.archive import load_rollouts_dataset
     from salon.train.config import load_config
     from salon.train.recipe import train
 
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
                                 overrides + ["resume=latest", f"grpo.max_steps={args.steps + 1}"]))
     resumed_s = time.perf_counter() - t1
     rows += step_rows(resumed, timings)
-    archive = load_dataset(str(out / "run" / "rollouts"), split="train")
+    archive = load_rollouts_dataset(out / "run")
     steady = rows[1:args.steps] or rows
     mean = {k: round(statistics.mean(r[k] for r in steady), 2) for k in ("step_s", "generate_s", "reward_s",
                                                                           "render_wait_s", "judge_s")}

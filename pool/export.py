@@ -1,8 +1,11 @@
 """Export a pool as a Hugging Face dataset folder: parquet shards + a dataset card.
 
     salon pool export --to DIR            # or: export_pool(pool, DIR)
+    load_export(DIR, "default")           # a datasets.Dataset, offline; image as PIL, tier a ClassLabel
 
-Layout (what ``datasets.load_dataset(DIR)`` reads, offline, and what ``salon pool push`` uploads)::
+``load_export`` rather than ``datasets.load_dataset(DIR)``, which caches a local folder by its name
+and card, so two exports in folders named alike load as one. Layout (what ``load_export`` reads
+and what ``salon pool push`` uploads)::
 
     DIR/README.md                              card: YAML (license, tags, configs, features) + provenance
     DIR/data/train-00000-of-0000N.parquet      config "default": one row per labelled candidate
@@ -77,6 +80,20 @@ def features(config: str):
         cols |= {"ok": Value("bool"), "violations": List(Value("string")),
                  "js_errors": List(Value("string")), "reply": Value("string")}
     return Features(cols)
+
+
+def load_export(folder: str | Path, config: str = "default"):
+    """One config of an export folder as a `datasets.Dataset` (image as PIL, tier a ClassLabel).
+
+    Use it, not ``load_dataset(DIR)``, which caches folders by name (see salon.pool.local_dataset).
+    """
+    from salon.pool.local_dataset import load_local_config
+
+    if config not in CONFIG_DIRS:
+        raise PoolError(f"unknown export config {config!r}: choose one of {', '.join(CONFIG_DIRS)}")
+    return load_local_config(folder, config, f"{CONFIG_DIRS[config]}/train-*",
+                             f"export a pool there with `salon pool export --to {folder}` (a config "
+                             "with no rows yet, such as pairs before any choice, is left out)")
 
 
 def export_pool(pool, to: str | Path, config: ExportConfig | None = None) -> ExportResult:

@@ -1,5 +1,6 @@
-"""Export round-trips through `datasets.load_dataset(DIR)` offline, with the right features,
-Hub-sized shards, a dataset card with provenance, and non-free guide photos withheld."""
+"""Export round-trips through `load_export(DIR, config)` offline, with the right features,
+Hub-sized shards, a dataset card with provenance, and non-free guide photos withheld; exports in
+folders named alike load as themselves."""
 
 from __future__ import annotations
 
@@ -11,16 +12,16 @@ import sys
 import yaml
 
 from salon.pool import Candidate, GuidePhoto
-from salon.pool.export import ExportConfig, export_pool
+from salon.pool.export import ExportConfig, export_pool, load_export
 
 LOAD = r"""
 import json, sys
 import yaml
-from datasets import load_dataset
+from salon.pool.export import load_export
 out = {}
 card = open(sys.argv[1] + "/README.md").read().split("---\n")[1]
 for config in [c["config_name"] for c in yaml.safe_load(card)["configs"]]:
-    ds = load_dataset(sys.argv[1], config, split="train")
+    ds = load_export(sys.argv[1], config)
     rows = [dict(r) for r in ds]
     for r in rows:
         if r.get("image") is not None:
@@ -126,3 +127,25 @@ def test_shards_respect_size_and_reexport(pool, tmp_path, make_png):
     again = export_pool(pool, tmp_path / "export", ExportConfig(overwrite=True))
     assert again.shards["default"] == ["data/train-00000-of-00001.parquet"]
     assert sorted(p.name for p in (tmp_path / "export" / "data").iterdir()) == ["train-00000-of-00001.parquet"]
+
+
+def test_exports_in_folders_named_alike_load_as_themselves(pool, tmp_path, make_png):
+    """`load_dataset(DIR)` caches by folder name and card counts: an export of as many rows loaded stale tiers."""
+    cs = [Candidate(code=f"a{i}", png=make_png(i), ok=True) for i in range(3)]
+    pool.add_candidates(cs)
+    for c in cs:
+        pool.label(c.id, "love", "ana")
+
+    def tiers(folder):
+        ds = load_export(folder)
+        assert ds.features["tier"].names == ["love", "okay", "nope"] and ds[0]["image"].size == (64, 64)
+        return sorted(ds["tier"])
+
+    export_pool(pool, tmp_path / "a" / "export")
+    assert tiers(tmp_path / "a" / "export") == [0, 0, 0]
+    pool.label(cs[0].id, "nope", "ana")  # same counts, so the same card metadata
+    export_pool(pool, tmp_path / "b" / "export")
+    assert tiers(tmp_path / "b" / "export") == [0, 0, 2]
+    pool.label(cs[1].id, "nope", "ana")
+    export_pool(pool, tmp_path / "a" / "export", ExportConfig(overwrite=True))  # same shard names
+    assert tiers(tmp_path / "a" / "export") == [0, 2, 2]

@@ -38,9 +38,9 @@ def test_rollout_archive_round_trips_through_the_hub(tmp_path):
         assert len(pushed["revision"]) == 40
         assert ("dataset", "me/rollouts") in server.repos
 
-    import datasets
+    from salon.train.archive import load_rollouts_dataset
 
-    fetched = datasets.load_dataset(pushed["local"], split="train")
+    fetched = load_rollouts_dataset(pushed["local"])
     assert fetched.num_rows == 3 * 2 * 4
     assert {"reward_gate", "reward_length", "reward_judge", "reward", "step", "image"} <= set(fetched.column_names)
     passed = [r for r in fetched if r["gate_passed"]]

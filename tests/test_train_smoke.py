@@ -71,9 +71,9 @@ def test_parameters_change(run):
 
 
 def test_every_rollout_archived_with_its_components(run):
-    import datasets
+    from salon.train.archive import load_rollouts_dataset
 
-    ds = datasets.load_dataset(str(run["out"] / "rollouts"), split="train")
+    ds = load_rollouts_dataset(run["out"])
     assert len(ds) == 3 * 4  # 3 steps x batch of 4 completions
     assert sorted(set(ds["step"])) == [0, 1, 2]
     assert {f"reward_{c}" for c in ("gate", "length", "judge", "paint_fraction", "composition",

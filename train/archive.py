@@ -4,8 +4,11 @@
     OUTPUT_DIR/rollouts/data/step-000012-p00-<id>.parquet one shard per reward call and process
     OUTPUT_DIR/rollouts/superseded/...                    shards of steps redone after a resume
 
-    datasets.load_dataset("OUTPUT_DIR/rollouts", split="train")   # image decodes to PIL
-    load_rollouts("OUTPUT_DIR")                                      # pandas, for salon audit
+    load_rollouts_dataset("OUTPUT_DIR")   # a datasets.Dataset; image decodes to PIL
+    load_rollouts("OUTPUT_DIR")           # pandas, for salon audit
+
+(Not ``datasets.load_dataset("OUTPUT_DIR/rollouts")``: it caches a local folder by its name, so
+every run's `rollouts` would load as the first one loaded.)
 
 One row per completion, one column per field of `salon.train.rollout.Rollout` (its types give
 the column types): run, step (optimizer steps done when it was generated: the policy is
@@ -139,6 +142,18 @@ def load_rollouts(run_dir: str | Path, images: bool = True):
     if images and "image" in df:
         df["image"] = [v.get("bytes") if isinstance(v, dict) else None for v in df["image"]]
     return df.sort_values(["step", "group", "position"], kind="stable").reset_index(drop=True)
+
+
+def load_rollouts_dataset(run_dir: str | Path):
+    """The archived rollouts of a run (OUTPUT_DIR or OUTPUT_DIR/rollouts) as a `datasets.Dataset`.
+
+    Use it, not ``load_dataset("OUTPUT_DIR/rollouts")``, which caches folders by name: every
+    run's archive is called `rollouts` (see salon.pool.local_dataset). Superseded shards are left out.
+    """
+    from salon.pool.local_dataset import load_local_config
+
+    return load_local_config(rollouts_folder(run_dir), "default", "data/*.parquet",
+                             "is it a salon train output folder (OUTPUT_DIR or OUTPUT_DIR/rollouts)?")
 
 
 def push_rollouts(run_dir: str | Path, repo_id: str, *, private: bool = True, token: str | None = None,
