@@ -28,6 +28,7 @@ LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo")
 SCALE_REWARDS = ("group", "batch", "none")
 IMAGE_JUDGES = ("paint_fraction", "colourfulness", "composition")
 FIXED_COMPONENTS = ("gate", "length", "judge", "absolute")
+RENDER_BACKENDS = ("local", "ray", "env")
 DEFAULT_WEIGHTS = {"gate": 0.05, "length": 0.05, "judge": 0.9}
 
 
@@ -246,14 +247,28 @@ class SmokeSettings:
 
 @dataclass
 class RenderSettings:
-    workers: int = 1  # render processes (each owns `browsers` Chromiums)
-    browsers: int = 0  # per worker; 0 = one per two cores
+    # where the reward's paintings are rendered (salon.train.recipe.build_render_backend):
+    #   local  worker processes on this machine (`workers` x `browsers` Chromiums)
+    #   ray    Ray actors on a cluster (`ray_address`, `actors`; `browsers` per actor)
+    #   env    a remote `salon env serve` at `env_url` (its browsers, its --gpu)
+    backend: str = "local"
+    workers: int = 1  # local: render processes (each owns `browsers` Chromiums)
+    browsers: int = 0  # local: per worker, 0 = one per two cores; ray: per actor, 0 = one per two reserved CPUs
     timeout_s: float = 45.0
     prefetch: bool = True  # start rendering as soon as generation returns, before TRL's logprob passes
     gpu: str = "auto"  # WebGL on the node's GPU when Chromium can draw there, else SwiftShader (salon.curate.render_gpu)
+    ray_address: str = "local"  # ray: local (a private cluster on this machine), auto, host:6379, ray://host:10001
+    actors: int = 0  # ray: render actors; 0 = one per `cpus_per_actor` cluster CPUs
+    cpus_per_actor: float = 2.0  # ray: CPUs each actor reserves (one SwiftShader render keeps ~1.8 busy)
+    env_url: str | None = None  # env: the server, e.g. http://127.0.0.1:8000
+    env_sessions: int = 4  # env: concurrent sessions; keep within the server's --max-sessions
 
     def __post_init__(self):
         p = []
+        if isinstance(self.gpu, bool):  # YAML 1.1 reads a bare on/off as a boolean
+            self.gpu = "on" if self.gpu else "off"
+        if self.backend not in RENDER_BACKENDS:
+            p.append(f"render.backend={self.backend!r}: use one of {', '.join(RENDER_BACKENDS)}")
         if self.gpu not in ("auto", "on", "off"):
             p.append(f"render.gpu={self.gpu!r}: use auto, on or off")
         if self.workers < 1:
@@ -262,6 +277,37 @@ class RenderSettings:
             p.append(f"render.browsers={self.browsers}: must be 0 (one per two cores) or more")
         if self.timeout_s <= 0:
             p.append(f"render.timeout_s={self.timeout_s}: must be positive")
+        for name, bad, want in (("actors", self.actors < 0, "0 (one per cpus_per_actor cluster CPUs) or more"),
+                                ("cpus_per_actor", self.cpus_per_actor <= 0, "must be positive"),
+                                ("env_sessions", self.env_sessions < 1, "must be at least 1")):
+            if bad:
+                p.append(f"render.{name}={getattr(self, name)}: {want}")
+        # settings that would be ignored are refused, so a run never renders somewhere it was not told to
+        if self.backend != "local" and self.workers != 1:
+            p.append(f"render.workers={self.workers} sizes the local backend only; with render.backend="
+                     f"{self.backend} set {'render.actors' if self.backend == 'ray' else 'render.env_sessions'}")
+        if self.env_url and self.backend != "env":
+            p.append(f"render.env_url is set but render.backend={self.backend}: set render.backend=env to "
+                     "render on that server, or drop env_url")
+        if self.backend == "ray":
+            if importlib.util.find_spec("ray") is None:
+                p.append("render.backend=ray: Ray is not installed here: pip install 'salon[ray]' (every node of "
+                         "the cluster needs it too, with Chromium and the npm assets: ./setup.sh)")
+            if not self.ray_address:
+                p.append("render.ray_address is empty: give local (starts a cluster here), auto, host:6379 "
+                         "or ray://host:10001")
+        if self.backend == "env":
+            if not self.env_url:
+                p.append("render.backend=env needs render.env_url: the URL of a running `salon env serve`, "
+                         "e.g. http://127.0.0.1:8000")
+            elif not self.env_url.startswith(("http://", "https://", "ws://", "wss://")):
+                p.append(f"render.env_url={self.env_url!r}: give an http(s):// or ws(s):// URL, "
+                         "e.g. http://127.0.0.1:8000")
+            if importlib.util.find_spec("openenv") is None:
+                p.append("render.backend=env: the OpenEnv client is not installed here: pip install 'salon[env]'")
+            if self.gpu == "on" or self.browsers:
+                p.append("render.gpu and render.browsers size this machine's renderers; with render.backend=env "
+                         "the server renders with its own (salon env serve --browsers N)")
         _problems("render", p)
 
 

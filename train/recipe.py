@@ -13,8 +13,9 @@ needs them and holds no logic of its own beyond that.
 1. models: the policy (folder, Hub id, or a tiny random one) with a LoRA on all linear layers;
    the pairwise judge and its references (a pinned pool release: a new release is a new reward);
 2. data: one conversational prompt per row (the curate package's painting prompt per subject);
-3. reward: `RewardAdapter` (salon.train.reward): a Scorer (judge, references, weights), render
-   worker processes behind its render step, a Recorder with the archive; a `smoke:` section swaps
+3. reward: `RewardAdapter` (salon.train.reward): a Scorer (judge, references, weights), the renderer
+   `render.backend` names behind its render step (local worker processes, Ray actors, or a remote
+   `salon env serve`: `build_render_backend`), a Recorder with the archive; a `smoke:` section swaps
    bundled example sketches in (salon.train.smoke), for smoke runs and benchmarks only;
 4. TRL's GRPOTrainer with every checkpoint kept, resumable from any of them;
 5. afterwards: the archive's dataset card, and a push to the Hub when configured.
@@ -82,6 +83,45 @@ def build_dataset(cfg: TrainConfig):
             messages = [{"role": m.role, "content": m.text} for m in paint_messages(book.get(name))]
             rows.append({"prompt": messages, "subject": name, "row": len(rows)})
     return Dataset.from_list(rows)
+
+
+# ---- 3. reward: where it renders --------------------------------------------------------------------
+
+
+def check_render_backend(cfg: TrainConfig, processes: int) -> None:
+    """Refuse, before any model loads, a Ray backend that every process would start on its own."""
+    from salon.pool.errors import ConfigError
+
+    if cfg.render.backend == "ray" and cfg.render.ray_address == "local" and processes > 1:
+        # each process would start its own cluster, each offering every core of the machine
+        raise ConfigError([f"render.backend=ray with render.ray_address=local in {processes} processes would start "
+                           f"{processes} clusters: start one (`ray start --head`) and set render.ray_address=auto "
+                           "(or host:6379)"], "salon train")
+
+
+def build_render_backend(cfg: TrainConfig, processes: int = 1):
+    """The reward's renderer as cfg.render.backend says; anything with submit(code, seed) ->
+    Future[RenderResult] and close(). Ray actors come up here (a local cluster starts); local worker
+    processes and environment sessions start on first use (or `start()`)."""
+    from salon.curate.render import RenderConfig
+
+    r = cfg.render
+    check_render_backend(cfg, processes)
+    if r.backend == "env":
+        from salon.train.env_client import EnvRenderBackend
+
+        return EnvRenderBackend(r.env_url, sessions=r.env_sessions)
+    if r.backend == "ray":  # the same pool `salon render --ray` and `salon env serve --ray` open
+        from salon.curate.render_backend import BackendConfig, open_backend
+
+        # browsers=0 means one per two cores of the *node*; an actor only owns its reserved CPUs
+        browsers = r.browsers or max(1, int(r.cpus_per_actor // 2))
+        return open_backend(BackendConfig(backend="ray", address=r.ray_address, actors=r.actors,
+                                          cpus_per_actor=r.cpus_per_actor),
+                            RenderConfig(browsers=browsers, timeout_s=r.timeout_s, gpu=r.gpu))
+    from salon.train.render_workers import RenderPool
+
+    return RenderPool(RenderConfig(browsers=r.browsers, timeout_s=r.timeout_s, gpu=r.gpu), workers=r.workers)
 
 
 # ---- 4. trainer ------------------------------------------------------------------------------------
@@ -208,10 +248,8 @@ def train(cfg: TrainConfig) -> dict:
     from accelerate import PartialState
     from trl import GRPOTrainer
 
-    from salon.curate.render import RenderConfig
     from salon.pool.card import salon_version
     from salon.train.archive import RolloutArchive, push_rollouts
-    from salon.train.render_workers import RenderPool
     from salon.train.recorder import Recorder
     from salon.train.reward import RewardAdapter, prefetching, submit_each
     from salon.train.rollout import Planner
@@ -222,6 +260,7 @@ def train(cfg: TrainConfig) -> dict:
     out = Path(cfg.output_dir)
     state = PartialState()
     check_single_process_engine(cfg, state.num_processes)
+    check_render_backend(cfg, state.num_processes)
     if state.is_main_process:
         out.mkdir(parents=True, exist_ok=True)
         (out / "salon_train.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
@@ -245,8 +284,6 @@ def train(cfg: TrainConfig) -> dict:
 
     tokenizer = AutoTokenizer.from_pretrained(policy)
     checkpoint = resume_checkpoint(cfg, out)
-    render = RenderPool(RenderConfig(browsers=cfg.render.browsers, timeout_s=cfg.render.timeout_s, gpu=cfg.render.gpu),
-                        workers=cfg.render.workers)
     scorer = Scorer(cfg.reward, judge=judge, references=refs, k=cfg.judge.k, mix=cfg.judge.mix, seed=cfg.seed,
                     absolute=absolute)
     archive = RolloutArchive(out / "rollouts", [f"reward_{c}" for c in scorer.components], state.process_index)
@@ -255,32 +292,35 @@ def train(cfg: TrainConfig) -> dict:
         planner = ExampleSketches(planner, cfg.smoke.examples, cfg.smoke.example_files)
     recorder = Recorder(scorer.components, archive=archive, audit=cfg.audit, audit_dir=out / "audit",
                         process=state.process_index)
-    adapter = RewardAdapter(scorer, render=submit_each(render), recorder=recorder, planner=planner,
-                            run=cfg.name, process=state.process_index)
-    provenance = {"run": cfg.name, "policy": cfg.policy.model, "judge": judge.name,
-                  "smoke_examples": cfg.smoke.examples,  # >0: a share of the code was stand-in examples
-                  "judge_version": getattr(judge, "prompt_version", None), "pool_release": refs.release,
-                  "references": refs.source, "salon_version": salon_version(), "config": cfg.to_dict()}
-    if state.is_main_process:
-        if checkpoint:  # the steps after the checkpoint are redone: their old rollouts move aside
-            moved = archive.supersede_from(checkpoint_step(checkpoint))
-            log.info("resuming from %s; %d rollout shard(s) of later steps moved to superseded/", checkpoint, moved)
-        archive.write_card(provenance)
-
-    trainer = GRPOTrainer(model=policy, reward_funcs=[adapter], args=grpo_args(cfg, out),
-                          train_dataset=build_dataset(cfg), processing_class=tokenizer,
-                          peft_config=lora_config(cfg), callbacks=[salon_callback(cfg)])
-    if cfg.grpo.generation == "continuous_batching":
-        trainer._generate = trainable_dtypes_kept(trainer._generate, trainer.model)
-    if cfg.render.prefetch:
-        # TRL has no hook between generation and reward; wrapping its _generate lets rendering start
-        # while TRL computes log-probabilities on the GPU
-        trainer._generate = prefetching(trainer._generate, adapter, trainer)
-    render.start()
+    # Ray actors (and a local cluster) start here; everything after closes them on the way out
+    render = build_render_backend(cfg, state.num_processes)
     try:
+        adapter = RewardAdapter(scorer, render=submit_each(render), recorder=recorder, planner=planner,
+                                run=cfg.name, process=state.process_index)
+        provenance = {"run": cfg.name, "policy": cfg.policy.model, "judge": judge.name,
+                      "smoke_examples": cfg.smoke.examples,  # >0: a share of the code was stand-in examples
+                      "judge_version": getattr(judge, "prompt_version", None), "pool_release": refs.release,
+                      "references": refs.source, "salon_version": salon_version(), "config": cfg.to_dict()}
+        if state.is_main_process:
+            if checkpoint:  # the steps after the checkpoint are redone: their old rollouts move aside
+                moved = archive.supersede_from(checkpoint_step(checkpoint))
+                log.info("resuming from %s; %d rollout shard(s) of later steps moved to superseded/", checkpoint, moved)
+            archive.write_card(provenance)
+
+        trainer = GRPOTrainer(model=policy, reward_funcs=[adapter], args=grpo_args(cfg, out),
+                              train_dataset=build_dataset(cfg), processing_class=tokenizer,
+                              peft_config=lora_config(cfg), callbacks=[salon_callback(cfg)])
+        if cfg.grpo.generation == "continuous_batching":
+            trainer._generate = trainable_dtypes_kept(trainer._generate, trainer.model)
+        if cfg.render.prefetch:
+            # TRL has no hook between generation and reward; wrapping its _generate lets rendering start
+            # while TRL computes log-probabilities on the GPU
+            trainer._generate = prefetching(trainer._generate, adapter, trainer)
+        if hasattr(render, "start"):
+            render.start()  # local worker processes: their browsers start while nothing else runs
         trainer.train(resume_from_checkpoint=checkpoint)
     finally:
-        render.close()
+        render.close()  # Ray actors go (and a local cluster this run started), sessions close
     summary = {"output_dir": str(out), "global_step": trainer.state.global_step,
                "checkpoints": sorted(p.name for p in out.glob("checkpoint-*")),
                "rollouts": str(archive.folder), "log_history": trainer.state.log_history}
