@@ -24,8 +24,8 @@ def add_parser(sub) -> None:
     p.add_argument("--max-steps", type=int, help="GRPO steps to train to (grpo.max_steps)")
     p.add_argument("--save-steps", type=int, help="checkpoint every N steps (grpo.save_steps); all are kept")
     p.add_argument("--resume", help="latest, or a checkpoint-N folder to resume from")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config field, e.g. grpo.beta=0.01 (repeatable)")
+    p.add_argument("--set", dest="overrides", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
+                   help="override config fields, e.g. --set grpo.beta=0.01 grpo.max_steps=3 (repeatable)")
     p.add_argument("--json", action="store_true", help="print the run summary as JSON")
     p.set_defaults(run=run)
 

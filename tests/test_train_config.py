@@ -38,6 +38,15 @@ def test_overrides_are_yaml_values():
     assert cfg.judge.kwargs == {"device": "cpu"} and cfg.output_dir == "/tmp/x"
 
 
+def test_one_set_takes_several_overrides():
+    from salon.apps.cli import build_parser
+    from salon.apps.cmd_train import overrides
+
+    args = build_parser().parse_args(["train", "c.yaml", "--set", "grpo.beta=0.1", "grpo.max_steps=3",
+                                      "--set", "judge.k=2"])
+    assert overrides(args) == ["grpo.beta=0.1", "grpo.max_steps=3", "judge.k=2"]
+
+
 def test_cli_flags_become_overrides():
     from salon.apps.cli import build_parser
     from salon.apps.cmd_train import overrides
