@@ -22,12 +22,12 @@ ASGI app.
 from __future__ import annotations
 
 import getpass
-import ipaddress
 import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from salon.apps.net import is_loopback
 from salon.pool.errors import ConfigError
 
 
@@ -93,15 +93,6 @@ class AppConfig:
         env = os.environ.get("OPENAI_BASE_URL")
         return list(dict.fromkeys([*self.base_urls, *([env] if env else [])])) or [""]
 
-
-def is_loopback(host: str) -> bool:
-    """Whether `host` is reachable only from this machine (127.0.0.0/8, ::1, localhost)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:  # a host name: it may resolve to anything
-        return False
 
 
 class AppState:

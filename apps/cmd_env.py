@@ -13,6 +13,7 @@ OpenEnv's protocol (salon.train.env_client.PaintEnvClient, or any OpenEnv client
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def add_parser(sub) -> None:
@@ -22,6 +23,9 @@ def add_parser(sub) -> None:
     s = verbs.add_parser("serve", help="serve the environment (loopback by default)")
     s.add_argument("--port", type=int, default=8000)
     s.add_argument("--host", default="127.0.0.1", help="interface (default loopback: there is no authentication)")
+    s.add_argument("--insecure-no-auth", action="store_true",
+                   help="listen beyond loopback anyway: anyone who reaches the port can spend this host's "
+                        "renderers and judge (put it behind a private Space or a proxy that checks tokens)")
     s.add_argument("--judge", default="paint_fraction",
                    help="paint_fraction (default, no weights), composition, colourfulness, transformers, openai")
     s.add_argument("--judge-model", default=None, help="pairwise judges: folder, Hub id, tiny:qwen2_5_vl or URL")
@@ -37,11 +41,18 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from salon.apps.net import is_loopback
     from salon.curate.render import RenderConfig
     from salon.curate.render_backend import BackendConfig
     from salon.train.env_paint import EnvConfig
     from salon.train.env_server import ENV_NAME, serve
 
+    if not is_loopback(args.host) and not args.insecure_no_auth:
+        print(f"salon env serve: --host {args.host} would let anyone on the network step the environment, "
+              "which has no login, and spend this host's renderers and judge. Serve on loopback (the default) "
+              "and reach it through an SSH tunnel or a proxy that checks tokens, or add --insecure-no-auth "
+              "if that is really what you want", file=sys.stderr)
+        return 2
     backend = BackendConfig(backend="ray", address=args.ray, actors=args.actors) if args.ray else BackendConfig()
     config = EnvConfig(judge=args.judge, judge_model=args.judge_model, references=args.refs, k=args.k,
                        subject=args.subject, max_sessions=args.max_sessions, backend=backend,

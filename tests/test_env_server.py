@@ -136,3 +136,12 @@ def test_infrastructure_failures_are_null_rewards_never_zero(tmp_path):
         assert obs.reward is None and obs.judge_unavailable and not obs.render_unavailable
         assert obs.gate_passed and "judge service unreachable" in obs.infra_error
         assert painter.infra_failures == 1
+
+
+def test_a_network_host_needs_the_flag_that_names_the_risk():
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "salon.apps.cli", "env", "serve", "--host", "0.0.0.0", "--port", "1"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "--insecure-no-auth" in proc.stderr and "serving" not in proc.stdout
