@@ -98,7 +98,7 @@ _PROBE_JS = """() => {
 
 
 async def probe_one(playwright, chromium: str | None, base_args: list[str], name: str, flags: list[str],
-                    timeout_s: float = 30.0) -> GLPath:
+                    timeout_s: float = 30.0, explain: bool = False) -> GLPath:
     path = GLPath(name, list(flags))
     browser = None
     try:
@@ -108,7 +108,8 @@ async def probe_one(playwright, chromium: str | None, base_args: list[str], name
         got = await asyncio.wait_for(page.evaluate(_PROBE_JS), timeout_s)
         path.renderer = got["renderer"]
         if not got["drew"]:
-            why = await asyncio.to_thread(gpu_process_errors, chromium, base_args, flags)
+            # the GPU process's own lines cost seconds per flag set: only when someone will read them
+            why = await asyncio.to_thread(gpu_process_errors, chromium, base_args, flags) if explain else []
             path.error = f"WebGL did not draw (renderer {path.renderer!r})" + (": " + " | ".join(why) if why else "")
         elif any(s in path.renderer.lower() for s in SOFTWARE_RENDERERS):
             path.error = f"fell back to software ({path.renderer})"
@@ -147,9 +148,9 @@ def gpu_process_errors(chromium: str | None, base_args: list[str], flags: list[s
     return seen[:4]
 
 
-async def probe_gl_paths(playwright, chromium: str | None, base_args: list[str],
-                         names: list[str] | None = None) -> list[GLPath]:
-    return [await probe_one(playwright, chromium, base_args, n, GPU_FLAG_SETS[n]) for n in (names or GPU_FLAG_SETS)]
+async def probe_gl_paths(playwright, chromium: str | None, base_args: list[str], explain: bool = False) -> list[GLPath]:
+    return [await probe_one(playwright, chromium, base_args, n, flags, explain=explain)
+            for n, flags in GPU_FLAG_SETS.items()]
 
 
 _chosen: dict[tuple, GLPath] = {}  # one probe per process and browser binary
@@ -172,7 +173,7 @@ async def choose_gl_path(mode: str, playwright, chromium: str | None, base_args:
         _chosen[key] = swiftshader_path()
         return _chosen[key]
     tried = []
-    for path in await probe_gl_paths(playwright, chromium, base_args):
+    for path in await probe_gl_paths(playwright, chromium, base_args, explain=mode == "on"):
         if not path.error:
             log.info("render: WebGL on the GPU via %s (%s)", path.name, path.renderer)
             _chosen[key] = path
@@ -184,7 +185,8 @@ async def choose_gl_path(mode: str, playwright, chromium: str | None, base_args:
                          "the driver's nvidia_icd.json / 10_nvidia.json are where the loaders look "
                          "(VK_DRIVER_FILES, __EGL_VENDOR_LIBRARY_FILENAMES); `python -m salon.curate.render_gpu` "
                          "shows each attempt")
-    log.warning("render: GPU path unavailable (%s); WebGL on SwiftShader", "; ".join(tried))
+    log.warning("render: GPU path unavailable (%s); WebGL on SwiftShader. `python -m salon.curate.render_gpu` "
+                "shows the GPU process's errors", "; ".join(tried))
     _chosen[key] = swiftshader_path()
     return _chosen[key]
 
@@ -201,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
 
     async def run():
         async with async_playwright() as pw:
-            return await probe_gl_paths(pw, find_chromium(args.chromium), BASE_CHROMIUM_ARGS)
+            return await probe_gl_paths(pw, find_chromium(args.chromium), BASE_CHROMIUM_ARGS, explain=True)
 
     paths = asyncio.run(run())
     for p in paths:
