@@ -16,6 +16,8 @@ import json
 import sys
 from pathlib import Path
 
+from salon.curate.render_gpu import GPU_MODES
+
 DEFAULT_OUT = "salon-renders"
 
 
@@ -28,7 +30,7 @@ def add_parser(sub) -> None:
     p.add_argument("--timeout", type=float, default=45.0, metavar="SECONDS", help="per sketch (default 45)")
     p.add_argument("--out-dir", default=DEFAULT_OUT, metavar="DIR", help=f"where PNGs go (default ./{DEFAULT_OUT})")
     p.add_argument("--browsers", type=int, default=0, help="parallel browsers (default: one per two cores)")
-    p.add_argument("--gpu", choices=("auto", "on", "off"), default="auto",
+    p.add_argument("--gpu", choices=GPU_MODES, default="auto",
                    help="WebGL on the node's NVIDIA GPU: auto (the default) uses it when Chromium can draw "
                         "on it and falls back to SwiftShader; on fails without it; off is SwiftShader")
     p.add_argument("--ray", default=None, metavar="ADDRESS",
@@ -78,13 +80,7 @@ def run(args) -> int:
         try:
             tasks = [asyncio.ensure_future(renderer.render(read_sketch(p), args.seed)) for p in paths]
             for path, stem, task in zip(paths, stems, tasks):
-                result = await task
-                image = None
-                if result.png is not None:
-                    image = out_dir / f"{stem}.png"
-                    image.write_bytes(result.png)
-                unavailable += result.unavailable
-                _report(args.json, path, result, image)
+                unavailable += _emit(args.json, path, out_dir / f"{stem}.png", await task)
         finally:
             await renderer.close()
         return 1 if unavailable else 0
@@ -103,16 +99,20 @@ def _run_ray(args, config, paths, stems, out_dir: Path) -> int:
     try:
         futures = [pool.submit(read_sketch(p), args.seed) for p in paths]
         for path, stem, fut in zip(paths, stems, futures):
-            result = fut.result()
-            image = None
-            if result.png is not None:
-                image = out_dir / f"{stem}.png"
-                image.write_bytes(result.png)
-            unavailable += result.unavailable
-            _report(args.json, path, result, image)
+            unavailable += _emit(args.json, path, out_dir / f"{stem}.png", fut.result())
     finally:
         pool.close()
     return 1 if unavailable else 0
+
+
+def _emit(as_json: bool, path: Path, png_path: Path, result) -> bool:
+    """Write the painting (if any) to png_path and report it; True when it was unavailable."""
+    image = None
+    if result.png is not None:
+        png_path.write_bytes(result.png)
+        image = png_path
+    _report(as_json, path, result, image)
+    return bool(result.unavailable)
 
 
 def _report(as_json: bool, path: Path, result, image: Path | None) -> None:

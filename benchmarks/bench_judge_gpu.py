@@ -39,14 +39,9 @@ from PIL import Image
 
 REPO = Path(__file__).resolve().parents[1]
 
-# Qwen/Qwen2.5-VL-7B-Instruct config.json values (text and vision towers).
-TEXT = dict(vocab_size=152064, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28,
-            num_attention_heads=28, num_key_value_heads=4, max_position_embeddings=128000, rms_norm_eps=1e-6,
-            hidden_act="silu", rope_parameters={"rope_type": "default", "mrope_section": [16, 24, 24],
-                                                "rope_theta": 1e6}, tie_word_embeddings=False)
-VISION = dict(depth=32, hidden_size=1280, intermediate_size=3420, num_heads=16, in_chans=3, out_hidden_size=3584,
-              patch_size=14, spatial_merge_size=2, temporal_patch_size=2, window_size=112,
-              fullatt_block_indexes=[7, 15, 23, 31], tokens_per_second=2, hidden_act="silu")
+# Qwen2.5-VL-7B's text and vision towers (salon.train.shapes), copied in main() once salon imports
+TEXT: dict = {}
+VISION: dict = {}
 
 
 def import_salon():
@@ -56,7 +51,7 @@ def import_salon():
     except ImportError:
         ns = Path(tempfile.mkdtemp()) / "salon"
         ns.mkdir()
-        for pkg in ("judges", "pool"):
+        for pkg in ("judges", "pool", "train"):
             (ns / pkg).symlink_to(REPO / pkg)
         sys.path.insert(0, str(ns.parent))
 
@@ -192,6 +187,11 @@ def main():
     ap.add_argument("--precision-check", action="store_true", help="float32 vs bf16 agreement instead of timing")
     args = ap.parse_args()
     device = "cpu" if args.tiny else "cuda"
+    import_salon()
+    from salon.train.shapes import QWEN2_5_VL_7B_TEXT, QWEN2_5_VL_7B_VISION
+
+    TEXT.update(QWEN2_5_VL_7B_TEXT)
+    VISION.update(QWEN2_5_VL_7B_VISION)
     if args.tiny:
         TEXT.update(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                     num_key_value_heads=2, rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3],
@@ -199,7 +199,6 @@ def main():
         VISION.update(depth=2, hidden_size=32, intermediate_size=64, num_heads=4, out_hidden_size=64,
                       fullatt_block_indexes=[1])
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    import_salon()
     if args.precision_check:
         return precision_check(Path(args.out), device)
     from salon.judges.verdict import Reference

@@ -21,6 +21,7 @@ import importlib.util
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from salon.curate.render_gpu import GPU_MODES
 from salon.pool.errors import ConfigError
 
 GENERATION_ENGINES = ("transformers", "continuous_batching", "vllm_server", "vllm_colocate")
@@ -269,8 +270,8 @@ class RenderSettings:
             self.gpu = "on" if self.gpu else "off"
         if self.backend not in RENDER_BACKENDS:
             p.append(f"render.backend={self.backend!r}: use one of {', '.join(RENDER_BACKENDS)}")
-        if self.gpu not in ("auto", "on", "off"):
-            p.append(f"render.gpu={self.gpu!r}: use auto, on or off")
+        if self.gpu not in GPU_MODES:
+            p.append(f"render.gpu={self.gpu!r}: use {', '.join(GPU_MODES)}")
         if self.workers < 1:
             p.append(f"render.workers={self.workers}: must be at least 1")
         if self.browsers < 0:

@@ -22,9 +22,10 @@ import logging
 import multiprocessing as mp
 import queue
 import threading
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import Future
 
 from salon.curate.render import RenderConfig, RenderResult
+from salon.curate.render_backend import resolve, watchdog
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,7 @@ class _Worker:
                 return
             with self.lock:
                 fut = self.pending.pop(rid, None)
-            if fut is not None and _resolve(fut, payload):
+            if fut is not None and resolve(fut, payload):
                 self._on_result(payload)
 
     def _fail_all(self, reason: str) -> None:
@@ -107,7 +108,7 @@ class _Worker:
         with self.lock:
             pending, self.pending = self.pending, {}
         for fut in pending.values():
-            _resolve(fut, RenderResult.infra(f"render_unavailable: {reason}"))
+            resolve(fut, RenderResult.infra(f"render_unavailable: {reason}"))
 
     @property
     def alive(self) -> bool:
@@ -178,7 +179,7 @@ class RenderPool:
                 worker = self._workers[slot] = self._spawn()
             rid = next(self._ids)
         worker.submit(rid, code, seed, timeout_s, fut)
-        _watchdog(fut, self.deadline_s)
+        watchdog(fut, self.deadline_s)
         return fut
 
     def close(self) -> None:
@@ -186,21 +187,3 @@ class RenderPool:
             workers, self._workers = self._workers, []
         for w in workers:
             w.close()
-
-
-def _watchdog(fut: Future, deadline_s: float) -> None:
-    """Resolve `fut` as infrastructure failure if nothing answered within `deadline_s`."""
-    timer = threading.Timer(deadline_s, lambda: _resolve(
-        fut, RenderResult.infra(f"render_unavailable: no answer within {deadline_s:g} s")))
-    timer.daemon = True
-    timer.start()
-    fut.add_done_callback(lambda _: timer.cancel())
-
-
-def _resolve(fut: Future, result: RenderResult) -> bool:
-    """Set the result unless another thread (reader, watchdog, close) already did."""
-    try:
-        fut.set_result(result)
-        return True
-    except InvalidStateError:
-        return False

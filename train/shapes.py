@@ -72,9 +72,9 @@ def _build_causal_lm(folder: Path, values: dict) -> None:
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    from salon.train.tiny import _tokenizer
+    from salon.train.tiny import chat_tokenizer
 
-    tok = _tokenizer()
+    tok = chat_tokenizer()
     device, dtype = _device_and_dtype()
     cfg = Qwen3Config(**values, bos_token_id=tok.convert_tokens_to_ids("<|endoftext|>"),
                       eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
@@ -90,9 +90,9 @@ def _build_vl(folder: Path, text: dict, vision: dict) -> None:
     from transformers import (Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor,
                               Qwen2VLImageProcessor, Qwen2VLVideoProcessor)
 
-    from salon.train.tiny import CHAT_TEMPLATE, SPECIALS, _tokenizer
+    from salon.train.tiny import CHAT_TEMPLATE, SPECIALS, chat_tokenizer
 
-    tok = _tokenizer()
+    tok = chat_tokenizer()
     ids = {t: tok.convert_tokens_to_ids(t) for t in SPECIALS}
     device, dtype = _device_and_dtype()
     cfg = Qwen2_5_VLConfig(text_config=dict(text, bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"],

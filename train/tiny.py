@@ -40,7 +40,8 @@ def is_tiny(spec: str | None) -> bool:
     return bool(spec) and str(spec).startswith("tiny:")
 
 
-def _tokenizer():
+def chat_tokenizer():
+    """A small byte-level BPE with Qwen's special tokens and chat template (tiny and random: models)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -81,7 +82,7 @@ def build_lm(folder: str | Path, arch: str = "qwen3", seed: int = 0) -> Path:
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
-    tok = _tokenizer()
+    tok = chat_tokenizer()
     common = dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
                   bos_token_id=tok.convert_tokens_to_ids("<|endoftext|>"), eos_token_id=tok.eos_token_id,
@@ -102,7 +103,7 @@ def build_vl(folder: str | Path, arch: str = "qwen2_5_vl", seed: int = 0) -> Pat
     from transformers import Qwen2VLImageProcessor
 
     folder = Path(folder)
-    tok = _tokenizer()
+    tok = chat_tokenizer()
     ids = {t: tok.convert_tokens_to_ids(t) for t in SPECIALS}
     text = dict(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                 num_attention_heads=4, num_key_value_heads=2, bos_token_id=ids["<|endoftext|>"],

@@ -101,12 +101,6 @@
       C.prototype[name] = function (...a) { if (sketchInStack()) flag("text_label", name); return real.apply(this, a); };
     }
   }
-  // A 2D or raw WebGL context of the sketch's own bypasses p5.brush.
-  for (const C of [window.HTMLCanvasElement, window.OffscreenCanvas]) {
-    if (!C) continue;
-    const real = C.prototype.getContext;
-    C.prototype.getContext = function (kind, ...a) { if (sketchCalled()) flag("bare_primitives", "getContext(" + kind + ")"); return real.call(this, kind, ...a); };
-  }
 
   // GPU resources. On the GPU path a page shares the card with training: a texture bomb would
   // take its memory and a shader of the sketch's own could loop for as long as it likes. Live
@@ -159,11 +153,13 @@
   wrapGL("bufferData", (gl, a) => charge(stateOf(gl).at.get("b" + a[0]), typeof a[1] === "number" ? a[1] : (a[1] && a[1].byteLength) || 0, "a buffer"));
   for (const name of ["deleteTexture", "deleteRenderbuffer", "deleteBuffer"]) wrapGL(name, (gl, a) => release(a[0]));
   wrapGL("shaderSource", (gl, a) => { if (sketchCalled()) { flag("bare_primitives", "shaderSource"); throw new TypeError("salon sandbox: shaders of the sketch's own are not allowed"); } });
-  // Each WebGL canvas holds a drawing buffer (colour, depth, antialiasing) for as long as the page lives.
+  // A 2D or raw WebGL context of the sketch's own bypasses p5.brush; and each WebGL canvas holds a
+  // drawing buffer (colour, depth, antialiasing) for as long as the page lives.
   for (const C of [window.HTMLCanvasElement, window.OffscreenCanvas]) {
     if (!C) continue;
     const real = C.prototype.getContext;
     Object.defineProperty(C.prototype, "getContext", { value: function (kind, ...a) {
+      if (sketchCalled()) flag("bare_primitives", "getContext(" + kind + ")");
       const ctx = real.call(this, kind, ...a);
       if (ctx && String(kind).startsWith("webgl") && !held.has(ctx)) charge(ctx, this.width * this.height * 12, "a " + this.width + "x" + this.height + " WebGL canvas");
       return ctx;
