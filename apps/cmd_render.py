@@ -123,7 +123,7 @@ def _report(as_json: bool, path: Path, result, image: Path | None) -> None:
             "paint_fraction": None if result.paint_fraction is None else round(result.paint_fraction, 4),
             "render_ms": result.render_ms, "js_errors": result.js_errors,
             "image": str(image) if image else None, "render_unavailable": result.unavailable,
-            "gl": result.gl,
+            "gl": result.gl, "isolation": result.isolation,
         }), flush=True)
         return
     mark = "ok " if result.ok else "BAD"

@@ -14,6 +14,9 @@ Four ways render the same sketches in one run, each measured on its own:
   prior-art-flags  the same with its published GL flags (--use-gl=angle --use-angle=swiftshader
                    --enable-unsafe-swiftshader --disable-gpu-sandbox)
   naive            a new browser for every sketch, one at a time
+  salon@REF        with `--against REF`: salon's way as the git revision REF wrote it (a worktree
+                   of REF, imported in a child process), so a change to the sandbox is measured
+                   before and after in one run, on the same machine load
 Prints renders/s, the ratio to salon, and how many cores our own process tree kept busy (CPU
 seconds from /proc over wall seconds), for light and heavy sketches separately. Other load on
 the machine slows every way alike; run it on a quiet machine for absolute numbers.
@@ -22,9 +25,11 @@ On a GPU node (`--gpu`), two more ways run on the same sketches, and the run is 
   salon-gpu        RenderConfig(gpu="on"): WebGL on the node's NVIDIA GPU (curate/render_gpu.py)
   salon            stays RenderConfig(gpu="off"): SwiftShader on the node's cores
 `--scaling 1,2,4,8,16` renders the sketches with that many browsers on each path (and
-`--pages 1,2,4` pages per GPU browser); fidelity compares each sketch's GPU and SwiftShader
-images at the same seed (share of pixels off by more than 16 in a channel, and the image
-judges' scores on both).
+`--pages 1,2,4` pages per GPU browser, each combination); the ratio is the best GPU arrangement's
+renders/s over the best SwiftShader arrangement's, on the same host in the same run. Then
+(benchmarks/gpu_render_checks.py) a bf16 matmul loop's slowdown while rendering for
+`--interference` seconds, and fidelity: every bundled example at `--fidelity` seeds on both
+paths (pixels off by more than 16 in a channel, image judges and a pairwise judge on both).
 
     python benchmarks/bench_render.py --gpu --scaling 1,2,4,8,16 --json benchmarks/results/bench_render_gpu_h200.json
 """
@@ -129,6 +134,66 @@ async def run_salon(codes: list[str], config: RenderConfig) -> int:
     return sum(r.png is not None for r in results)
 
 
+# The child that renders with another revision's salon: the editable install's finder is taken
+# out so `salon.*` comes from the worktree; it measures itself the way measure() does.
+_AT_REF = """
+import asyncio, json, sys, time
+sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
+shim, bench, codes_file = sys.argv[1:4]
+sys.path[:0] = [shim, bench]
+from proctree import CpuMeter
+from salon.curate import render
+assert render.__file__.startswith(shim), render.__file__
+codes = json.load(open(codes_file))
+async def run(codes):
+    async with render.Renderer(render.RenderConfig(gpu="off")) as r:
+        results = await r.render_many([(c, i) for i, c in enumerate(codes)])
+    return sum(x.png is not None for x in results)
+asyncio.run(run(codes[:1]))  # one warm-up render, as warm_salon does
+with CpuMeter() as cpu:
+    t0 = time.perf_counter()
+    ok = asyncio.run(run(codes))
+    seconds = time.perf_counter() - t0
+print(json.dumps({"seconds": seconds, "rendered": ok, "cpu": cpu.seconds}))
+"""
+
+
+def salon_at(ref: str) -> Path:
+    """A worktree of `ref` (or a folder holding another checkout) with a `salon` namespace folder
+    pointing at its packages."""
+    repo = Path(__file__).resolve().parent.parent
+    if Path(ref).is_dir():
+        tree = Path(ref).resolve()
+    else:
+        sha = subprocess.run(["git", "rev-parse", "--short", ref], cwd=repo, capture_output=True, text=True,
+                             check=True).stdout.strip()
+        tree = Path(f"/tmp/salon-bench-{sha}")
+        if not tree.exists():
+            subprocess.run(["git", "worktree", "add", "--detach", str(tree), sha], cwd=repo, check=True,
+                           capture_output=True)
+    shim = tree / ".shim"
+    for pkg in ("curate", "pool", "judges", "train", "apps"):
+        (shim / "salon").mkdir(parents=True, exist_ok=True)
+        link = shim / "salon" / pkg
+        if not link.exists():
+            link.symlink_to(tree / pkg)
+    return shim
+
+
+def run_salon_at(shim: Path, codes: list[str]) -> dict:
+    import sys
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(codes, f)
+    env = {**os.environ, "SALON_NODE_MODULES": str(find_node_modules().resolve())}
+    out = subprocess.run([sys.executable, "-c", _AT_REF, str(shim), str(Path(__file__).resolve().parent), f.name],
+                         capture_output=True, text=True, env=env, check=True).stdout
+    got = json.loads(out.strip().splitlines()[-1])
+    return {"seconds": got["seconds"], "rendered": got["rendered"], "cores_busy": got["cpu"] / got["seconds"],
+            "cpu_per_render": got["cpu"]}
+
+
 async def warm_salon(renderer_config: RenderConfig) -> None:
     # Browser start-up is paid once per run and is not what is compared; page warm-up is.
     async with Renderer(renderer_config) as renderer:
@@ -157,49 +222,22 @@ async def render_all(codes: list[str], config: RenderConfig):
     async with Renderer(config) as renderer:
         t0 = time.perf_counter()
         results = await renderer.render_many([(c, i) for i, c in enumerate(codes)])
-        return results, time.perf_counter() - t0, renderer.gl
+        return results, time.perf_counter() - t0, renderer
 
 
 def rate_row(label: str, codes: list[str], config: RenderConfig) -> dict:
     with CpuMeter() as cpu:
-        results, seconds, gl = asyncio.run(render_all(codes, config))
+        results, seconds, renderer = asyncio.run(render_all(codes, config))
     ok = sum(r.png is not None for r in results)
-    return {"way": label, "gl": gl.name, "renderer": gl.renderer, "browsers": config.browser_count,
-            "pages": config.pages_per_browser, "renders": len(codes), "rendered": ok, "seconds": round(seconds, 3),
+    return {"way": label, "gl": renderer.gl.name, "renderer": renderer.gl.renderer, "browsers": renderer.browsers,
+            "pages": renderer.pages, "renders": len(codes), "rendered": ok, "seconds": round(seconds, 3),
             "renders_per_s": round(len(codes) / seconds, 4), "cores_busy": round(cpu.seconds / seconds, 2)}
-
-
-def fidelity(names: list[str]) -> list[dict]:
-    """Each sketch at seed 0 on both paths: pixels off by > 16 in a channel, image judges on both."""
-    import io
-
-    import numpy as np
-    from PIL import Image
-
-    from salon.judges.image_judges import colourfulness, composition, paint_fraction
-
-    codes = [(EXAMPLES / f"{n}.js").read_text() for n in names]
-
-    async def both(gpu: str):
-        async with Renderer(RenderConfig(gpu=gpu, browsers=4)) as renderer:
-            return await renderer.render_many([(c, 0) for c in codes])
-
-    rows = []
-    for name, g, s in zip(names, asyncio.run(both("on")), asyncio.run(both("off"))):
-        if g.png is None or s.png is None:
-            rows.append({"sketch": name, "error": "no image on one path"})
-            continue
-        a, b = (np.asarray(Image.open(io.BytesIO(x.png)).convert("RGB")).astype(int) for x in (g, s))
-        ia, ib = (Image.open(io.BytesIO(x.png)).convert("RGB") for x in (g, s))
-        rows.append({"sketch": name, "off_by_more_than_16": round(float((np.abs(a - b).max(axis=2) > 16).mean()), 5),
-                     "paint_fraction": [round(paint_fraction(ia), 4), round(paint_fraction(ib), 4)],
-                     "colourfulness": [round(colourfulness(ia), 4), round(colourfulness(ib), 4)],
-                     "lower_half": [round(composition(ia).lower_half, 4), round(composition(ib).lower_half, 4)]})
-    return rows
 
 
 def gpu_run(args) -> None:
     """Everything --gpu measures, printed side by side and written to --json."""
+    from gpu_render_checks import fidelity, interference
+
     cores = os.cpu_count() or 1
     scaling = [int(n) for n in args.scaling.split(",")] if args.scaling else []
     pages = [int(n) for n in args.pages.split(",")] if args.pages else []
@@ -210,6 +248,7 @@ def gpu_run(args) -> None:
         report["gpu_error"] = str(e)
         print(f"GPU path unavailable: {e}", flush=True)
     gpu = "gpu_error" not in report
+    best = {}
     for kind, names in (("light", LIGHT), ("heavy", HEAVY)):
         codes = [(EXAMPLES / f"{n}.js").read_text() for n in names] * args.rounds
         rows = [rate_row("salon-gpu", codes, RenderConfig(gpu="on", browsers=args.gpu_browsers))] if gpu else []
@@ -220,27 +259,38 @@ def gpu_run(args) -> None:
                      "cores_busy": round(prior["cores_busy"], 2)})
         for n in scaling:
             rows.append(rate_row(f"swiftshader x{n}", codes, RenderConfig(gpu="off", browsers=n)))
-            if gpu:
-                rows.append(rate_row(f"gpu x{n}", codes, RenderConfig(gpu="on", browsers=n)))
-        for p in pages if gpu else []:
-            rows.append(rate_row(f"gpu x{args.gpu_browsers} p{p}", codes,
-                                 RenderConfig(gpu="on", browsers=args.gpu_browsers, pages_per_browser=p)))
-        gpu_rate = rows[0]["renders_per_s"]
+            for p in (pages or [1]) if gpu else []:
+                rows.append(rate_row(f"gpu x{n} p{p}", codes, RenderConfig(gpu="on", browsers=n, pages_per_browser=p)))
+        # Best arrangement against best arrangement; each path's default is one of the rows.
+        best_gpu = max((r for r in rows if r["gl"] != "swiftshader"), key=lambda r: r["renders_per_s"], default=None)
+        best_soft = max((r for r in rows if r["gl"] == "swiftshader" and r["way"] != "prior-art"),
+                        key=lambda r: r["renders_per_s"])
+        top = best_gpu or best_soft
         print(f"\n{kind} sketches ({len(codes)} renders) on {report['device']}")
-        print(f"  {'way':22s} {'renders/s':>10s} {'gpu is':>8s} {'cores busy':>11s} {'ok':>7s}")
+        print(f"  {'way':22s} {'renders/s':>10s} {'best is':>8s} {'cores busy':>11s} {'ok':>7s}")
         for r in rows:
-            print(f"  {r['way']:22s} {r['renders_per_s']:10.3f} {gpu_rate / r['renders_per_s']:7.2f}x "
+            print(f"  {r['way']:22s} {r['renders_per_s']:10.3f} {top['renders_per_s'] / r['renders_per_s']:7.2f}x "
                   f"{r['cores_busy']:11.2f} {r['rendered']:>3d}/{r['renders']}", flush=True)
         report[kind] = rows
-        if gpu:
-            report[f"{kind}_ratio_gpu_vs_swiftshader"] = round(gpu_rate / rows[1]["renders_per_s"], 3)
-            report[f"{kind}_ratio_gpu_vs_prior_art"] = round(gpu_rate / rows[2]["renders_per_s"], 3)
+        best[kind] = {"gpu": best_gpu, "swiftshader": best_soft}
+        report[f"{kind}_ratio_gpu_vs_swiftshader"] = (
+            round(best_gpu["renders_per_s"] / best_soft["renders_per_s"], 3) if best_gpu else None)
         write(args.json, report)  # after each kind, so a run cut short keeps what it measured
-    if not gpu:  # the keys the results name, with no number rather than a made-up one
-        report["heavy_ratio_gpu_vs_swiftshader"] = report["light_ratio_gpu_vs_swiftshader"] = None
-    report["fidelity"] = fidelity(LIGHT + HEAVY) if gpu else []
-    for f in report["fidelity"]:
-        print(f"  fidelity {f['sketch']:26s} {json.dumps({k: v for k, v in f.items() if k != 'sketch'})}")
+    report["best_arrangement"] = {k: {path: (f"{r['browsers']}x{r['pages']}" if r else None) for path, r in v.items()}
+                                  for k, v in best.items()}
+    report["cores_busy"] = {path: {k: (v[path]["cores_busy"] if v[path] else None) for k, v in best.items()}
+                            for path in ("gpu", "swiftshader")}
+    write(args.json, report)
+    if gpu and args.interference:
+        heavy = [(EXAMPLES / f"{n}.js").read_text() for n in HEAVY]
+        report["interference"] = interference(heavy, alone_s=20, busy_s=args.interference)
+        print(f"  matmul while rendering: {json.dumps(report['interference'])}", flush=True)
+        write(args.json, report)
+    if gpu and args.fidelity:
+        names = sorted(p.stem for p in EXAMPLES.glob("*.js"))
+        report["fidelity"] = fidelity(names, seeds=tuple(range(args.fidelity)))
+        summary = {k: v for k, v in report["fidelity"].items() if k != "rows"}
+        print(f"  fidelity over {len(report['fidelity']['rows'])} images: {json.dumps(summary)}")
     write(args.json, report)
     print(f"wrote {args.json}")
 
@@ -258,10 +308,14 @@ def main() -> None:
     ap.add_argument("--skip-naive", action="store_true")
     ap.add_argument("--sweep", action="store_true", help="also salon with 1, 3 and 4 browsers (how many suit the cores)")
     ap.add_argument("--gpu", action="store_true", help="GPU node: GPU path vs SwiftShader vs prior art, as JSON")
-    ap.add_argument("--gpu-browsers", type=int, default=4, help="browsers on the GPU path (--gpu)")
+    ap.add_argument("--gpu-browsers", type=int, default=0, help="browsers on the GPU path (--gpu; 0: the default)")
+    ap.add_argument("--interference", type=float, default=60, help="seconds of rendering beside a matmul loop (--gpu; 0: skip)")
+    ap.add_argument("--fidelity", type=int, default=3, help="seeds per example compared across paths (--gpu; 0: skip)")
     ap.add_argument("--scaling", default="", help="browser counts to sweep on both paths, e.g. 1,2,4,8,16 (--gpu)")
     ap.add_argument("--pages", default="", help="pages per GPU browser to sweep, e.g. 1,2,4 (--gpu)")
     ap.add_argument("--json", default="", help="write the --gpu run here")
+    ap.add_argument("--against", default="", metavar="REF",
+                    help="also salon as git revision REF (or a checkout folder) had it: before/after a change, in one run")
     args = ap.parse_args()
     if args.gpu:
         return gpu_run(args)
@@ -272,6 +326,9 @@ def main() -> None:
         codes = [(EXAMPLES / f"{n}.js").read_text() for n in names] * args.rounds
         ways = [("salon", lambda: asyncio.run(run_salon(codes, config))),
                 ("prior-art", lambda: asyncio.run(run_prior_art(codes, BASE_FLAGS + ["--disable-gpu"])))]
+        if args.against:
+            shim = salon_at(args.against)
+            ways.insert(1, (f"salon@{Path(args.against).name}"[:16], lambda: run_salon_at(shim, codes)))
         if args.sweep:
             for n in (1, 3, 4):
                 sweep_config = RenderConfig(browsers=n, gpu="off")
@@ -281,7 +338,7 @@ def main() -> None:
             ways.append(("prior-art-flags", lambda: asyncio.run(run_prior_art(codes, BASE_FLAGS + PUBLISHED_GL))))
         if not args.skip_naive:
             ways.append(("naive", lambda: asyncio.run(run_naive(codes))))
-        rows = [measure(label, fn) for label, fn in ways]
+        rows = [measure(label, fn) if not label.startswith("salon@") else {"way": label, **fn()} for label, fn in ways]
         salon_rate = len(codes) / rows[0]["seconds"]
         print(f"\n{kind} sketches ({len(codes)} renders: {', '.join(names)})")
         print(f"  {'way':16s} {'renders/s':>10s} {'salon is':>10s} {'cores busy':>11s} {'CPU s/render':>13s} {'ok':>6s}")

@@ -58,7 +58,7 @@ async def soak(n: int, window: int, kill_at: int) -> None:
         pending: set[asyncio.Task] = set()
         queue = list(items)
         stats, t_window, done = Counter(), time.perf_counter(), 0
-        capacity = config.browser_count * config.pages_per_browser * 2
+        capacity = renderer.browsers * renderer.pages * 2
 
         async def one(kind, code, i):
             timeout = HOSTILE_TIMEOUT_S if kind.startswith("hostile") else None

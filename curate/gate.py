@@ -61,6 +61,9 @@ SHADER_CALLS = (
     "buildStrokeShader buildFilterShader shader strokeShader imageShader"
 ).split()
 TEXT_CALLS = ("text", "textFont", "textSize", "textToPoints", "textToContours", "loadFont")
+# The ones that put glyphs (or their outlines) on the canvas: text_label whoever calls them, since
+# p5.brush draws no text. The others count when the sketch itself calls them (p5 may set a font).
+GLYPH_CALLS = ("text", "textToPoints", "textToContours")
 EXTERNAL = (
     r"\bfetch\s*\(", r"\bXMLHttpRequest\b", r"\bWebSocket\b", r"\bEventSource\b",
     r"\bsendBeacon\b", r"\bimportScripts\b", r"\bimport\s*\(", r"\beval\s*\(",

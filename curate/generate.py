@@ -169,9 +169,7 @@ class _Run:
         queue: asyncio.Queue = asyncio.Queue()
         # The renderer bounds its own concurrency; spare workers carry static rejects (no
         # browser) past sketches waiting for a page.
-        render_config = getattr(renderer, "config", None)
-        slots = getattr(render_config, "browser_count", 1) * getattr(
-            render_config, "pages_per_browser", 1)
+        slots = getattr(renderer, "browsers", 1) * getattr(renderer, "pages", 1)
         workers = [asyncio.create_task(self._render_worker(renderer, queue))
                    for _ in range(self.config.render_workers or 2 * slots + 2)]
         try:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from salon.curate import gate
+from salon.curate.isolation import BROWSER_NETWORK_ARGS, ISOLATION_MODES, Isolation, resolve_isolation
 from salon.curate.render_gpu import GPU_MODES, GLPath, choose_gl_path, driver_env
 from salon.pool.errors import ConfigError, SetupError
 from salon.pool.paint import paint_fraction
@@ -43,14 +44,15 @@ _JS = "text/javascript; charset=utf-8"
 class RenderConfig:
     size: int = 600  # canvas is forced to size x size at pixel density 1
     timeout_s: float = 45.0  # hard limit per sketch, page load excluded (heavy paintings take 10+ s on 2 cores)
-    browsers: int = 0  # 0 = one per two cores: one SwiftShader render keeps ~1.8 cores busy (bench_render.py --sweep)
-    pages_per_browser: int = 1  # sketches in flight per browser
+    browsers: int = 0  # 0 = auto: one per two cores on SwiftShader (one render keeps ~1.8 busy), GPU_BROWSERS on the GPU
+    pages_per_browser: int = 0  # sketches in flight per browser; 0 = auto: 1 on SwiftShader (it queues them), GPU_PAGES on the GPU
     recycle_after: int = 200  # renders before a browser is replaced (keeps memory flat)
     render_rejects: bool = False  # render sketches the static gate already rejected
     chromium: str = ""  # path; default $SALON_CHROMIUM, then chromium on PATH
     node_modules: str = ""  # where p5 and p5.brush live; default $SALON_NODE_MODULES, then ./node_modules
     gpu: str = "auto"  # auto: the node's GPU when Chromium can draw on it, else SwiftShader; on; off (render_gpu.py)
     gpu_memory_mb: int = 1024  # WebGL bytes one sketch may hold (textures, buffers, drawing buffers): the card is shared
+    isolation: str = "auto"  # auto: a network namespace where one can be made, else browser flags; netns; browser-flags
 
     def __post_init__(self):
         problems = []
@@ -60,12 +62,14 @@ class RenderConfig:
             problems.append(f"timeout_s must be positive, got {self.timeout_s}")
         if self.browsers < 0:
             problems.append(f"browsers must be >= 0 (0 = one per two cores), got {self.browsers}")
-        if self.pages_per_browser < 1:
-            problems.append(f"pages_per_browser must be >= 1, got {self.pages_per_browser}")
+        if self.pages_per_browser < 0:
+            problems.append(f"pages_per_browser must be >= 0 (0 = auto), got {self.pages_per_browser}")
         if self.recycle_after < 1:
             problems.append(f"recycle_after must be >= 1, got {self.recycle_after}")
         if self.gpu not in GPU_MODES:
             problems.append(f"gpu must be one of {', '.join(GPU_MODES)}, got {self.gpu!r}")
+        if self.isolation not in ISOLATION_MODES:
+            problems.append(f"isolation must be one of {', '.join(ISOLATION_MODES)}, got {self.isolation!r}")
         if not 16 <= self.gpu_memory_mb <= 65536:
             problems.append(f"gpu_memory_mb must be between 16 and 65536, got {self.gpu_memory_mb}")
         if problems:
@@ -73,7 +77,15 @@ class RenderConfig:
 
     @property
     def browser_count(self) -> int:
+        """Browsers on SwiftShader (the GPU path's own count: `arrangement`)."""
         return self.browsers or max(1, (os.cpu_count() or 1) // 2)
+
+    def arrangement(self, gpu: bool) -> tuple[int, int]:
+        """(browsers, pages per browser) on the chosen GL path. Tabs of one browser draw side by
+        side on a GPU but queue behind SwiftShader's one GPU process (bench_render.py --gpu)."""
+        if gpu:
+            return self.browsers or GPU_BROWSERS, self.pages_per_browser or GPU_PAGES
+        return self.browser_count, self.pages_per_browser or 1
 
 
 @dataclass
@@ -87,6 +99,7 @@ class RenderResult:
     unavailable: bool = False  # infrastructure failure: not the sketch's fault, never a score
     details: list[str] = field(default_factory=list)  # what the guard saw, for people
     gl: str = ""  # the GL path that drew it: "swiftshader" or the GPU flag set ("" when no browser ran)
+    isolation: str = ""  # how the browser was kept off the network: "netns" or "browser-flags" (isolation.py)
 
     @classmethod
     def infra(cls, reason: str, render_ms: int = 0) -> RenderResult:
@@ -122,27 +135,49 @@ def find_chromium(explicit: str = "") -> str | None:
 
 def _page_assets(config: RenderConfig) -> dict[str, tuple[bytes, str]]:
     nm = find_node_modules(config.node_modules)
+    guard = (_PAGE_DIR / "guard.js").read_text()
+    guard = guard.replace("__SALON_SIZE__", str(int(config.size)))
+    guard = guard.replace("__SALON_GPU_BUDGET__", str(int(config.gpu_memory_mb) * 2**20))
     start = (_PAGE_DIR / "start.js").read_text()
     start = start.replace("__SALON_BARE__", json.dumps(list(gate.BARE_PRIMITIVES)))
-    start = start.replace("__SALON_TEXT__", json.dumps(list(gate.TEXT_CALLS)))
+    start = start.replace("__SALON_TEXT__", json.dumps([c for c in gate.TEXT_CALLS if c not in gate.GLYPH_CALLS]))
+    start = start.replace("__SALON_GLYPHS__", json.dumps(list(gate.GLYPH_CALLS)))
     start = start.replace("__SALON_SHADERS__", json.dumps(list(gate.SHADER_CALLS)))
     start = start.replace("__SALON_DOM__", json.dumps(list(_P5_DOM)))
-    size = config.size
     html = (
         '<!doctype html><html><head><meta charset="utf-8"><style>html,body{margin:0;'
         "background:#fff;overflow:hidden}</style></head><body>"
         '<script src="/salon-guard.js"></script><script src="/p5.min.js"></script>'
-        '<script src="/p5.brush.js"></script><script src="/salon-start.js"></script>'
-        f"<script>__salon.size = {size}; __salon.gpuBudget = {config.gpu_memory_mb * 2**20};</script></body></html>"
+        '<script src="/p5.brush.js"></script><script src="/salon-start.js"></script></body></html>'
     )
     return {
         "/": (html.encode(), "text/html; charset=utf-8"),
-        "/salon-guard.js": ((_PAGE_DIR / "guard.js").read_bytes(), _JS),
+        "/salon-guard.js": (guard.encode(), _JS),
         "/p5.min.js": ((nm / "p5/lib/p5.min.js").read_bytes(), _JS),
         "/p5.brush.js": ((nm / "p5.brush/dist/p5.brush.js").read_bytes(), _JS),
         "/salon-start.js": (start.encode(), _JS),
     }
 
+
+# The page's Content Security Policy: enforced by the browser in the page and in every realm
+# it could create (an about:blank frame inherits it), whatever API the sketch reaches for. Scripts
+# only from the page's own origin (each served once, the sketch included: no inline code, no
+# eval, Function or string timers, no data:/blob: imports); no connection, worker, frame, plugin,
+# image, font or media of any kind; and Trusted Types, so no string becomes HTML or script.
+PAGE_CSP = "; ".join([
+    "default-src 'none'", "script-src 'self'", "style-src 'unsafe-inline'", "img-src 'none'",
+    "connect-src 'none'", "worker-src 'none'", "frame-src 'none'", "child-src 'none'", "object-src 'none'",
+    "font-src 'none'", "media-src 'none'", "manifest-src 'none'", "form-action 'none'", "base-uri 'none'",
+    "require-trusted-types-for 'script'", "trusted-types salon",
+])
+SKETCH_PATH = "/salon-sketch.js"
+
+
+# The GPU path's arrangement, measured by bench_render.py --gpu --scaling 4,8,16 --pages 1,4 on
+# an H200 host with 16 cores: 8 browsers of one page each were fastest for light and heavy
+# sketches (4x4 and 8x4 slower). p5.brush's JavaScript keeps every core busy on that path, so
+# more pages only queue on the CPUs.
+GPU_BROWSERS, GPU_PAGES = 8, 1
 
 _P5_DOM = ("createDiv createP createSpan createImg createA createSlider createButton createCheckbox "
            "createSelect createRadio createColorPicker createInput createFileInput createVideo "
@@ -152,14 +187,11 @@ _P5_DOM = ("createDiv createP createSpan createImg createA createSlider createBu
 # Every browser gets these; the GL path (render_gpu.py) adds its own: `--disable-gpu` for SwiftShader.
 BASE_CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-dev-shm-usage", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
     "--disable-extensions", "--mute-audio", "--disable-breakpad", "--disable-renderer-backgrounding",
     "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows",
-    # Backstop under the page routing: anything that escapes it goes to a dead proxy, and
-    # loopback is not exempt (Chromium exempts it by default).
-    "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
-    "--host-resolver-rules=MAP * ~NOTFOUND",
     "--js-flags=--max-old-space-size=1024",
+    *BROWSER_NETWORK_ARGS,
 ]
 
 
@@ -171,8 +203,10 @@ class _Page:
 
     def __init__(self, context, page):
         self.context, self.page = context, page
-        self.network: list[str] = []  # requests the routing refused, as guard-style details
+        self.network: list[str] = []  # what the browser saw the page try, as guard-style details
         self.crashed = False
+        self.sketch: str | None = None  # served once, as SKETCH_PATH, when the page asks for it
+        self.started = False
 
     def refuse(self, what: str) -> None:
         if len(self.network) < 20:
@@ -202,7 +236,7 @@ class _Browser:
         self.marker = f"--salon-browser={os.getpid()}-{id(self)}-{time.monotonic_ns()}"
         gl = self.r.gl
         self.browser = await self.r._playwright.chromium.launch(
-            executable_path=self.r._chromium, headless=True, args=BASE_CHROMIUM_ARGS + gl.args + [self.marker],
+            executable_path=self.r.isolation.executable, headless=True, args=BASE_CHROMIUM_ARGS + gl.args + [self.marker],
             env=driver_env() if gl.gpu else None)
         self.browser.on("disconnected", lambda _: setattr(self, "dead", True))
         self.dead = False
@@ -210,7 +244,7 @@ class _Browser:
         self._refill()
 
     def _refill(self) -> None:
-        while not self.dead and len(self.warm) < self.r.config.pages_per_browser:
+        while not self.dead and len(self.warm) < self.r.pages:
             self.warm.append(asyncio.ensure_future(self._new_page()))
 
     async def _new_page(self) -> _Page:
@@ -221,16 +255,19 @@ class _Browser:
         page = await context.new_page()
         sp = _Page(context, page)
         assets = self.r._assets
-        loaded = []
+        served: set[str] = set()  # every asset, and the sketch, is served once: nothing runs twice
 
         async def route(route):
             req = route.request
             path = req.url[len(PAGE_ORIGIN):] if req.url.startswith(PAGE_ORIGIN) else None
-            if path in assets and not (path == "/" and loaded):
-                if path == "/":
-                    loaded.append(True)
-                body, ctype = assets[path]
-                await route.fulfill(body=body, content_type=ctype)
+            if path not in served and (path in assets or (path == SKETCH_PATH and sp.sketch is not None)):
+                served.add(path)
+                if path == SKETCH_PATH:
+                    body, ctype = sp.sketch.encode("utf-8", "replace"), _JS
+                else:
+                    body, ctype = assets[path]
+                headers = {"Content-Security-Policy": PAGE_CSP} if path == "/" else {}
+                await route.fulfill(body=body, content_type=ctype, headers=headers)
             else:
                 sp.refuse(("navigation to " if req.is_navigation_request() else "request to ") + req.url[:120])
                 await route.abort("blockedbyclient")
@@ -239,13 +276,22 @@ class _Browser:
             sp.refuse("WebSocket " + ws.url[:120])
             await ws.close()
 
+        def console(msg):
+            # the browser's own report of what the page's policy refused, in whichever frame
+            if sp.started and ("Content Security Policy" in msg.text or "Trusted Type" in msg.text):
+                sp.refuse("refused by the page's policy: " + msg.text[:160])
+
         await context.route("**/*", route)
         await context.route_web_socket("**/*", route_ws)
         context.on("page", lambda p: (sp.refuse("popup"), asyncio.ensure_future(p.close())) if p != page else None)
         page.on("dialog", lambda d: (sp.refuse(f"dialog {d.type}"), asyncio.ensure_future(d.dismiss())))
         page.on("crash", lambda _: setattr(sp, "crashed", True))
+        page.on("console", console)
+        # New realms are refused in the page (guard.js); the browser reports any that appear anyway.
+        page.on("frameattached", lambda f: sp.refuse(f"a new realm: frame {f.url[:80] or 'about:blank'}"))
+        page.on("worker", lambda w: sp.refuse(f"a new realm: worker {w.url[:80]}"))
         await page.goto(PAGE_ORIGIN + "/", wait_until="load")
-        if not await page.evaluate("() => !!(window.__salon && window.__salon.start)"):
+        if not await page.evaluate("() => !!(window.__salon && window.__salon.ready)"):
             errors = await page.evaluate("() => (window.__salon && window.__salon.errors) || []")
             await sp.close()
             raise RuntimeError(f"sandbox page did not load p5/p5.brush: {errors[:3]}")
@@ -292,6 +338,8 @@ class Renderer:
         self._pw_cm = None
         self._restart_lock: asyncio.Lock | None = None
         self.gl: GLPath | None = None  # chosen at start()
+        self.isolation: Isolation | None = None  # chosen at start()
+        self.browsers, self.pages = self.config.arrangement(False)  # set for the chosen path at start()
 
     async def __aenter__(self) -> Renderer:
         await self.start()
@@ -305,11 +353,14 @@ class Renderer:
 
         self._pw_cm = async_playwright()
         self._playwright = await self._pw_cm.start()
-        self._capacity = asyncio.Semaphore(self.config.browser_count * self.config.pages_per_browser)
         self._restart_lock = asyncio.Lock()
         try:
-            self.gl = await choose_gl_path(self.config.gpu, self._playwright, self._chromium, BASE_CHROMIUM_ARGS)
-            for _ in range(self.config.browser_count):
+            self.isolation = resolve_isolation(self.config.isolation, self._chromium)
+            self.gl = await choose_gl_path(self.config.gpu, self._playwright, self.isolation.executable,
+                                           BASE_CHROMIUM_ARGS, binary=self._chromium)
+            self.browsers, self.pages = self.config.arrangement(self.gl.gpu)
+            self._capacity = asyncio.Semaphore(self.browsers * self.pages)
+            for _ in range(self.browsers):
                 b = _Browser(self)
                 await b.launch()
                 self._browsers.append(b)
@@ -360,6 +411,11 @@ class Renderer:
     async def render(self, code: str | None, seed: int = 0, timeout_s: float | None = None) -> RenderResult:
         """Render one sketch. Never raises for bad code; infrastructure failures come back
         as `unavailable=True` results. `timeout_s` overrides the config's for this sketch."""
+        result = await self._render(code, seed, timeout_s)
+        result.isolation = self.isolation.name if self.isolation else ""
+        return result
+
+    async def _render(self, code: str | None, seed: int, timeout_s: float | None) -> RenderResult:
         t0 = time.perf_counter()
         static = gate.static_violations(code)
         if static and not self.config.render_rejects:
@@ -384,13 +440,17 @@ class Renderer:
             browser.dead = True
             return RenderResult.infra(f"render_unavailable: page could not open: {e}")
         t0 = time.perf_counter()
+        sp.sketch, sp.started = code, True
         try:
             outcome = await asyncio.wait_for(
-                sp.page.evaluate("([c, s]) => window.__salon.start(c, s)", [code, int(seed) & 0xFFFFFFFF]),
-                timeout_s)
+                sp.page.evaluate("(s) => window.__salon.start(s)", int(seed) & 0xFFFFFFFF), timeout_s)
         except asyncio.TimeoutError:
             outcome = {"status": "timeout", "violations": ["timeout"], "details": [
                 f"timeout: no finished frame within {timeout_s:g} s"], "errors": [], "image": None}
+            seen = await _report_if_answering(sp.page)  # what the guard saw before time ran out
+            outcome["violations"] += seen.get("violations", [])
+            outcome["details"] += seen.get("details", [])
+            outcome["errors"] = seen.get("errors", [])
         except Exception as e:
             await asyncio.sleep(0.05)  # let a 'disconnected' event land before deciding whose fault
             if browser.dead or not browser.browser.is_connected():
@@ -445,6 +505,15 @@ def render_sketches(codes: list[str | None], seeds: list[int] | int = 0, config:
             return await renderer.render_many(zip(codes, seed_list), progress=progress)
 
     return asyncio.run(run())
+
+
+async def _report_if_answering(page, timeout_s: float = 1.0) -> dict:
+    """The guard's findings from a page that timed out, if its main thread still answers (a
+    sketch stuck in a loop holds it; one waiting on the GPU process does not)."""
+    try:
+        return await asyncio.wait_for(page.evaluate("() => window.__salon.report"), timeout_s) or {}
+    except Exception:
+        return {}
 
 
 def _decode_data_url(url: str | None) -> bytes | None:

@@ -1,27 +1,33 @@
 """Which GL path Chromium draws WebGL on: the node's GPU, or SwiftShader on its CPUs.
 
-    python -m salon.curate.render_gpu [--chromium PATH] [--json]   # try every GPU flag set here, print each outcome
+    python -m salon.curate.render_gpu [--chromium PATH] [--json]   # what this host has, and each flag set's outcome
     RenderConfig(gpu="auto")    # probe once at start-up, fall back to SwiftShader (the default)
-    RenderConfig(gpu="on")      # the GPU or a SetupError that says what was tried
+    RenderConfig(gpu="on")      # the GPU or a SetupError that says what is missing
     RenderConfig(gpu="off")     # SwiftShader, as on a machine without a GPU
 
 SwiftShader rasterises in software: one painting keeps about 1.8 cores busy for 1 to 7 s. A
-GPU node draws the same brush stamps as a few thousand textured quads. Headless Chromium reaches
-an NVIDIA GPU through ANGLE, over Vulkan or over EGL; which of the two works depends on the
-Chromium build and on which loaders the host has (libvulkan.so.1 with the driver's ICD file,
-libEGL.so.1 from glvnd with the driver's vendor file). `probe_gl_paths` launches a browser per
-flag set and asks WebGL who renders (`WEBGL_debug_renderer_info`) and whether a drawn pixel
-reads back; the first set whose renderer is not a software one wins. The probe runs once per
-process and only where an NVIDIA device node exists, so CPU machines pay nothing.
+GPU node draws the same brush stamps as a few thousand textured quads. What draws on an NVIDIA
+card headless (measured on an H200, shared/reference/gpu-rendering.md): a full Chromium build
+(Debian's; not the headless-shell builds), no display at all, and the Vulkan loader pointed at
+NVIDIA's ICD (`VK_DRIVER_FILES`), whose library needs libglvnd's `libGLdispatch.so.0`. Then
+Chromium's own software route (`--disable-gpu`: ANGLE over Vulkan, which would load
+SwiftShader's ICD) loads NVIDIA's driver instead and draws on the card; `--use-angle=vulkan`
+does too, more slowly. The ANGLE-over-EGL and plain EGL sets tried before never drew there
+and are gone. `probe_gl_paths` launches a browser per flag set and asks WebGL who renders
+(`WEBGL_debug_renderer_info`) and whether a drawn pixel reads back; the first set whose
+renderer is NVIDIA's wins. The probe runs once per process and only where an NVIDIA device
+node exists, so CPU machines pay nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import glob
 import json
 import logging
 import os
+import subprocess
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -33,21 +39,16 @@ SWIFTSHADER = "swiftshader"
 # The software path: `--disable-gpu` reaches SwiftShader 3 to 7 times faster than the prior
 # art's `--use-gl=angle --use-angle=swiftshader` flags (benchmarks/bench_render.py).
 SWIFTSHADER_ARGS = ["--disable-gpu"]
-# GPU flag sets, tried in this order. `--ignore-gpu-blocklist`: headless NVIDIA on Linux is
-# blocklisted for some features by default. `--disable-vulkan-surface`: there is no display
-# to present to, only an offscreen canvas read back with toDataURL.
+# GPU flag sets, tried in this order, each with the loader pointed at NVIDIA's ICD. On the H200,
+# heavy sketches: 8.7 renders/s for `vulkan-icd` at its best arrangement, 7.0 for `angle-vulkan`.
 GPU_FLAG_SETS: dict[str, list[str]] = {
-    "angle-vulkan": ["--use-gl=angle", "--use-angle=vulkan", "--enable-features=Vulkan",
-                     "--disable-vulkan-surface", "--ignore-gpu-blocklist", "--disable-gpu-sandbox"],
-    "angle-egl": ["--use-gl=angle", "--use-angle=gl-egl", "--ignore-gpu-blocklist", "--disable-gpu-sandbox"],
-    "egl": ["--use-gl=egl", "--ignore-gpu-blocklist", "--disable-gpu-sandbox"],
+    "vulkan-icd": ["--disable-gpu"],
+    "angle-vulkan": ["--use-gl=angle", "--use-angle=vulkan", "--enable-features=Vulkan", "--ignore-gpu-blocklist"],
 }
 SOFTWARE_RENDERERS = ("swiftshader", "llvmpipe", "softpipe", "software")
-# Where NVIDIA's container toolkit and distribution packages put the loader manifests.
-_VULKAN_ICDS = ("/usr/share/vulkan/icd.d/nvidia_icd.json", "/etc/vulkan/icd.d/nvidia_icd.json",
-                "/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json")
-_EGL_VENDORS = ("/usr/share/glvnd/egl_vendor.d/10_nvidia.json", "/etc/glvnd/egl_vendor.d/10_nvidia.json",
-                "/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json")
+# Where distributions, NVIDIA's installer and container toolkits put the ICD manifest.
+ICD_FOLDERS = ("/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d", "/usr/local/share/vulkan/icd.d",
+               "/usr/local/nvidia/share/vulkan/icd.d", "/usr/local/nvidia/vulkan/icd.d")
 
 
 @dataclass
@@ -70,17 +71,58 @@ def nvidia_present() -> bool:
     return Path("/dev/nvidiactl").exists() or Path("/proc/driver/nvidia/version").exists()
 
 
+def find_nvidia_icd(env: dict[str, str] | None = None) -> str | None:
+    """NVIDIA's Vulkan ICD manifest: one named by VK_DRIVER_FILES / VK_ICD_FILENAMES, else the
+    first `nvidia*.json` in the usual folders."""
+    env = os.environ if env is None else env
+    for var in ("VK_DRIVER_FILES", "VK_ICD_FILENAMES"):
+        for path in filter(None, env.get(var, "").split(os.pathsep)):
+            if Path(path).is_file() and "nvidia" in Path(path).read_text(errors="replace").lower():
+                return path
+    for folder in ICD_FOLDERS:
+        found = sorted(glob.glob(os.path.join(folder, "nvidia*.json")))
+        if found:
+            return found[0]
+    return None
+
+
 def driver_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The browser's environment: the loaders pointed at the NVIDIA driver's manifests when the
-    host has them and nobody chose otherwise (a loader that finds no ICD falls back silently)."""
+    """The browser's environment on the GPU path: the Vulkan loader pointed at NVIDIA's ICD alone
+    (a loader that finds no ICD, or SwiftShader's first, falls back to software silently)."""
     env = dict(os.environ if base is None else base)
-    icd = next((p for p in _VULKAN_ICDS if Path(p).is_file()), None)
-    if icd and not (env.get("VK_DRIVER_FILES") or env.get("VK_ICD_FILENAMES")):
+    icd = find_nvidia_icd(env)
+    if icd:
         env["VK_DRIVER_FILES"] = env["VK_ICD_FILENAMES"] = icd
-    vendor = next((p for p in _EGL_VENDORS if Path(p).is_file()), None)
-    if vendor and not env.get("__EGL_VENDOR_LIBRARY_FILENAMES"):
-        env["__EGL_VENDOR_LIBRARY_FILENAMES"] = vendor
     return env
+
+
+def missing_for_gpu(chromium: str | None) -> list[str]:
+    """What this host lacks for the GPU path, each with what to do (empty: nothing known missing)."""
+    if not nvidia_present():
+        return ["no NVIDIA device (/dev/nvidiactl): run on the GPU node, or use gpu=auto/off"]
+    problems = []
+    if chromium and "headless" in Path(chromium).name.lower() + Path(chromium).resolve().name.lower():
+        problems.append(f"{chromium} is a headless-shell build, which cannot draw WebGL on an NVIDIA GPU "
+                        "without a display: use a full Chromium build (Debian's `chromium`)")
+    icd = find_nvidia_icd()
+    if icd is None:
+        problems.append("no NVIDIA Vulkan ICD manifest (nvidia_icd.json) in VK_DRIVER_FILES, VK_ICD_FILENAMES or "
+                        + ", ".join(ICD_FOLDERS) + ": install the driver's Vulkan part or set VK_DRIVER_FILES")
+        return problems
+    try:
+        library = json.loads(Path(icd).read_text())["ICD"]["library_path"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return problems + [f"{icd} is not a Vulkan ICD manifest ({e})"]
+    # The driver's library, loaded in a child so this process keeps no GL state: its error names
+    # the missing dependency (libGLdispatch.so.0 without libglvnd).
+    load = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])", library],
+                          capture_output=True, text=True, timeout=30)
+    if load.returncode != 0:
+        why = (load.stderr.strip().splitlines() or ["?"])[-1]
+        hint = (" install libglvnd (Debian/Ubuntu: libglvnd0 libgl1 libegl1 libglx0)" if "GLdispatch" in why
+                else " check the driver install")
+        problems.append(f"NVIDIA's Vulkan driver {library} (from {icd}) does not load: {why};{hint}")
+    return problems
 
 
 # Draws one red clear into a WebGL2 canvas and reads it back: a context that exists but cannot
@@ -128,7 +170,6 @@ def gpu_process_errors(chromium: str | None, base_args: list[str], flags: list[s
     """The GPU process's own error lines for a flag set (WebGL only says "no context"): the
     browser is started bare with logging to stderr, given a few seconds, and stopped."""
     import re
-    import subprocess
 
     if not chromium:
         return []
@@ -156,8 +197,10 @@ async def probe_gl_paths(playwright, chromium: str | None, base_args: list[str],
 _chosen: dict[tuple, GLPath] = {}  # one probe per process and browser binary
 
 
-async def choose_gl_path(mode: str, playwright, chromium: str | None, base_args: list[str]) -> GLPath:
-    """The path a Renderer launches its browsers on, per RenderConfig.gpu."""
+async def choose_gl_path(mode: str, playwright, chromium: str | None, base_args: list[str],
+                         binary: str | None = None) -> GLPath:
+    """The path a Renderer launches its browsers on, per RenderConfig.gpu. `chromium` is what is
+    launched (the isolation wrapper, say), `binary` the Chromium build itself."""
     from salon.pool.errors import SetupError
 
     if mode == "off":
@@ -180,11 +223,10 @@ async def choose_gl_path(mode: str, playwright, chromium: str | None, base_args:
             return path
         tried.append(f"{path.name}: {path.error}")
     if mode == "on":
-        raise SetupError("render.gpu=on, but Chromium could not draw WebGL on the GPU. Tried " + "; ".join(tried)
-                         + ". Install the Vulkan and EGL loaders (libvulkan1, libegl1, libglvnd0) and check that "
-                         "the driver's nvidia_icd.json / 10_nvidia.json are where the loaders look "
-                         "(VK_DRIVER_FILES, __EGL_VENDOR_LIBRARY_FILENAMES); `python -m salon.curate.render_gpu` "
-                         "shows each attempt")
+        missing = await asyncio.to_thread(missing_for_gpu, binary or chromium)
+        raise SetupError("render.gpu=on, but Chromium could not draw WebGL on the GPU. "
+                         + ("Missing: " + "; ".join(missing) + ". " if missing else "")
+                         + "Tried " + "; ".join(tried) + ". `python -m salon.curate.render_gpu` shows each attempt")
     log.warning("render: GPU path unavailable (%s); WebGL on SwiftShader. `python -m salon.curate.render_gpu` "
                 "shows the GPU process's errors", "; ".join(tried))
     _chosen[key] = swiftshader_path()
@@ -201,11 +243,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="one JSON object per flag set")
     args = ap.parse_args(argv)
 
+    chromium = find_chromium(args.chromium)
+    missing = missing_for_gpu(chromium)
+
     async def run():
         async with async_playwright() as pw:
-            return await probe_gl_paths(pw, find_chromium(args.chromium), BASE_CHROMIUM_ARGS, explain=True)
+            return await probe_gl_paths(pw, chromium, BASE_CHROMIUM_ARGS, explain=True)
 
     paths = asyncio.run(run())
+    if args.json:
+        print(json.dumps({"nvidia_icd": find_nvidia_icd(), "missing": missing}))
+    else:
+        print(f"NVIDIA Vulkan ICD: {find_nvidia_icd() or 'none found'}")
+        for m in missing:
+            print(f"missing: {m}")
     for p in paths:
         if args.json:
             print(json.dumps({**asdict(p), "works": not p.error}))

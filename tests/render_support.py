@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -19,10 +20,17 @@ SAME_IMAGE_MAX_PIXEL_SHARE = 0.001
 
 
 class RecordingServer:
-    """An HTTP server on 127.0.0.1 that answers everything and remembers every request."""
+    """Listeners on 127.0.0.1 that remember everything that reaches them: an HTTP server that
+    answers every request (`port`), and a UDP socket (`udp_port`: WebRTC's STUN, QUIC)."""
 
     def __init__(self):
         hits = self.hits = []
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind(("127.0.0.1", 0))
+        self.udp.settimeout(0.2)
+        self.udp_port = self.udp.getsockname()[1]
+        self._udp_thread = threading.Thread(target=self._receive, daemon=True)
+        self._closing = False
 
         class Handler(BaseHTTPRequestHandler):
             def _any(self):
@@ -41,13 +49,29 @@ class RecordingServer:
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
+    def _receive(self):
+        while not self._closing:
+            try:
+                data, peer = self.udp.recvfrom(65536)
+            except (socket.timeout, OSError):
+                continue
+            self.hits.append(f"UDP {len(data)} bytes from {peer[0]}")
+
+    def code(self, sketch: str) -> str:
+        """A hostile sketch aimed at these listeners."""
+        return sketch.replace("__PORT__", str(self.port)).replace("__UDP__", str(self.udp_port))
+
     def __enter__(self):
         self.thread.start()
+        self._udp_thread.start()
         return self
 
     def __exit__(self, *exc):
+        self._closing = True
         self.server.shutdown()
         self.server.server_close()
+        self._udp_thread.join(2)
+        self.udp.close()
 
 
 def pixels(png: bytes) -> np.ndarray:

@@ -42,8 +42,9 @@ def test_render_json_lines_for_files_replies_and_garbage(tmp_path):
     assert [r["file"] for r in rows] == ["bell.js", "reply.txt", "prose.txt", "bytes.js"]
     for r in rows:
         assert set(r) == {"file", "ok", "violations", "paint_fraction", "render_ms", "js_errors", "image",
-                          "render_unavailable", "gl"}
+                          "render_unavailable", "gl", "isolation"}
         assert r["gl"] in ("", "swiftshader")  # "" when the gate stopped it before any browser
+        assert r["isolation"] in ("netns", "browser-flags")  # named even when the gate stopped it
         assert r["render_unavailable"] is False
         assert r["ok"] == (r["violations"] == [] and r["image"] is not None)
     bell, reply, prose, garbage = rows

@@ -44,7 +44,22 @@ HOSTILE_VERDICTS = {
     "gpu_framebuffer_bomb": {"bare_primitives", "runtime_error"},
     "gpu_shader_loop": {"bare_primitives"},
     "gpu_raw_shader": {"bare_primitives"},
+    # Held out until they got past the guard: other realms, APIs no list names, text from jobs
+    # with no sketch frame on the stack, allocations other than texImage2D level 0. Each paints
+    # too, so its verdict is never only blank_canvas.
+    "iframe_webrtc": {"external_access"},
+    "iframe_routes": {"external_access"},
+    "new_windows": {"external_access"},
+    "websocket_stream": {"external_access"},
+    "dom_insert_routes": {"external_access"},
+    "text_eval_job": {"external_access", "text_label"},
+    "text_offscreen_job": {"text_label"},
+    "text_routes": {"text_label", "external_access"},
+    "gpu_copy_texture_bomb": {"runtime_error"},
+    "gpu_allocation_routes": {"runtime_error"},
+    "verdict_tamper": {"text_label"},
 }
+PAINTS_TOO = list(HOSTILE_VERDICTS)[list(HOSTILE_VERDICTS).index("iframe_webrtc"):]
 
 
 @pytest.fixture(scope="module")
@@ -82,20 +97,34 @@ async def test_hostile_sequence_gets_verdicts_and_never_poisons_the_next_render(
     with RecordingServer() as server:
         async with Renderer(config) as renderer:
             for name, expected in HOSTILE_VERDICTS.items():
-                code = (HOSTILE / f"{name}.js").read_text().replace("__PORT__", str(server.port))
+                code = server.code((HOSTILE / f"{name}.js").read_text())
                 bad = await renderer.render(code, seed=0, timeout_s=6)
                 assert not bad.ok and not bad.unavailable, (name, bad)
                 assert expected <= set(bad.violations), (name, bad.violations, bad.details)
+                assert bad.isolation == renderer.isolation.name != ""
+                if name in PAINTS_TOO:
+                    assert bad.paint_fraction > 0.05 and "blank_canvas" not in bad.violations, (name, bad)
                 after = await renderer.render(example(GOOD), seed=0)
                 assert after.ok, (name, after)
                 assert differing_share(after.png, good_alone) < SAME_IMAGE_MAX_PIXEL_SHARE, name
-        assert server.hits == []
+            await asyncio.sleep(0.5)  # a late packet still counts
+        assert server.hits == []  # HTTP and UDP listeners on 127.0.0.1
+
+
+async def test_only_the_canvas_p5_made_is_captured(good_alone):
+    # The sketch paints a small brush circle, then hands p5 a full-red 2D canvas from a job.
+    async with Renderer(RenderConfig(browsers=1, render_rejects=True)) as renderer:
+        swapped = await renderer.render((HOSTILE / "canvas_swap.js").read_text())
+        circle = await renderer.render((HOSTILE / "canvas_swap.js").read_text().split("  const d = self")[0] + "}\n")
+    assert swapped.ok and circle.ok, (swapped, circle)
+    assert differing_share(swapped.png, circle.png) < SAME_IMAGE_MAX_PIXEL_SHARE
+    assert swapped.paint_fraction == pytest.approx(circle.paint_fraction, abs=0.01) and swapped.paint_fraction < 0.5
 
 
 async def test_static_gate_stops_obvious_hostility_before_the_browser():
     with RecordingServer() as server:
         async with Renderer(RenderConfig(browsers=1)) as renderer:
-            code = (HOSTILE / "fetch_plain.js").read_text().replace("__PORT__", str(server.port))
+            code = server.code((HOSTILE / "fetch_plain.js").read_text())
             result = await renderer.render(code)
             assert result.violations == ["external_access"] and result.png is None
             assert renderer._browsers[0].renders == 0

@@ -1,13 +1,27 @@
-// salon page guard: runs before p5 loads, in every sandbox page.
-// It seeds Math.random, wraps every route out of the page (network, DOM, dialogs, popups,
-// eval) and every drawing route that bypasses p5.brush, and reports what the sketch tried
-// as stable violation codes. Static checks in gate.py see the source; this sees what runs,
-// so `window['fe'+'tch']` and `(0, eval)` are caught too. Blocked calls throw or no-op.
+// salon page guard: the first script of every sandbox page, before p5 loads.
+//
+// What holds by construction lives outside this file: the browser has no network (its own
+// network namespace, or WebRTC/QUIC/proxy flags: isolation.py), and the page's Content Security
+// Policy (render.py) forbids, in this realm and in any realm it could create, every connection,
+// worker, frame load, plugin, image, font, string-to-code (eval, Function, string timers, script
+// text) and string-to-HTML sink. This file adds the rules the browser cannot state, judged by
+// what happens, never by who is on the call stack:
+//   - after the sketch starts, any glyph drawing is text_label (p5.brush draws no text);
+//   - after the sketch starts, the document may gain or lose only canvases (p5's): a
+//     MutationObserver over the whole tree reports anything else, and nodes that would bring a
+//     new realm (frames, objects, embeds) or a shadow tree are refused before they exist;
+//   - every WebGL allocation is charged to the page's GPU budget;
+//   - Math.random is seeded, and nothing the sketch can reach changes the verdict's state.
+// Everything it reports is a stable violation code (gate.py). Blocked calls throw.
 (() => {
   "use strict";
-  const SKETCH = "salon-sketch.js", GUARD = "salon-guard.js";
-  const S = (window.__salon = { violations: new Set(), details: [], errors: [], seed: 0 });
+  const SKETCH = "salon-sketch.js", GUARD = "salon-guard.js", START = "salon-start.js";
+  const SIZE = __SALON_SIZE__, GPU_BUDGET = __SALON_GPU_BUDGET__;
+  // Internal state: in this closure, never on window (a sketch could clear a violation otherwise).
+  const I = { violations: new Set(), details: [], errors: [], seed: 0, size: SIZE, started: false, settled: false,
+    own: new WeakSet() };  // own: nodes this page inserts itself (the sketch's script element)
   Error.stackTraceLimit = 40;
+  const define = (obj, name, value) => Object.defineProperty(obj, name, { value, writable: false, configurable: false });
 
   // Mulberry32, reseeded per sketch; p5.brush seeds its own PRNG from Math.random at load.
   let state = 1;
@@ -17,175 +31,259 @@
     t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-  S.reseed = (seed) => { state = seed | 0; };
-  Object.defineProperty(Math, "random", { value: random, writable: false, configurable: false });
+  I.reseed = (seed) => { state = seed | 0; };
+  define(Math, "random", random);
 
-  const frames = () => String(new Error().stack).split("\n").slice(1).filter((l) => !l.includes(GUARD));
-  // Some frame of the sketch is on the stack (the sketch started this, maybe through p5).
-  const sketchInStack = () => frames().some((l) => l.includes(SKETCH));
-  // The sketch called this directly (not p5 or p5.brush on its behalf).
-  const sketchCalled = () => { const f = frames(); return f.length > 0 && f[0].includes(SKETCH); };
+  // The page's own frames (this file and start.js) are never the caller.
+  const frames = () => String(new Error().stack).split("\n").slice(1).filter((l) => !l.includes(GUARD) && !l.includes(START));
+  // The sketch called this directly (not p5 or p5.brush on its behalf). Used only where p5.brush
+  // legitimately makes the same call (p5 primitives, 2D contexts), never for text, DOM or network.
+  I.sketchCalled = () => { const f = frames(); return f.length > 0 && f[0].includes(SKETCH); };
   const flag = (code, detail) => {
-    S.violations.add(code);
-    if (S.details.length < 50) S.details.push(code + ": " + detail);
+    I.violations.add(code);
+    if (I.details.length < 50) I.details.push(code + ": " + String(detail).slice(0, 200));
   };
-  S.flag = flag;
-  const blocked = (what) => { flag("external_access", what); return new TypeError("salon sandbox: " + what + " is not allowed"); };
+  I.flag = flag;
+  const refuse = (code, what) => { flag(code, what); return new TypeError("salon sandbox: " + what + " is not allowed"); };
+  const blocked = (what) => refuse("external_access", what);
 
-  // Network: nothing leaves the page, whoever asks.
+  // Network: the browser has none; these only name what was tried (a CSP report would too).
   const deny = (obj, name, what) => {
     if (!obj || !(name in obj)) return;
     const f = function () { throw blocked(what || name); };
-    try { Object.defineProperty(obj, name, { value: f, writable: false, configurable: false }); } catch (e) { obj[name] = f; }
+    try { define(obj, name, f); } catch (e) { obj[name] = f; }
   };
-  window.fetch = function () { return Promise.reject(blocked("fetch")); };
-  deny(window, "XMLHttpRequest"); deny(window, "WebSocket"); deny(window, "EventSource");
-  deny(window, "Worker"); deny(window, "SharedWorker"); deny(window, "RTCPeerConnection");
-  deny(window, "webkitRTCPeerConnection"); deny(window, "BroadcastChannel");
-  deny(Navigator.prototype, "sendBeacon"); deny(window, "open", "window.open");
+  define(window, "fetch", function () { return Promise.reject(blocked("fetch")); });
+  for (const name of ["XMLHttpRequest", "WebSocket", "WebSocketStream", "WebTransport", "EventSource", "Worker",
+    "SharedWorker", "RTCPeerConnection", "webkitRTCPeerConnection", "RTCDataChannel", "BroadcastChannel",
+    "alert", "confirm", "prompt"]) deny(window, name);
+  deny(window, "open", "window.open");
+  deny(Navigator.prototype, "sendBeacon");
   if (navigator.serviceWorker) deny(Object.getPrototypeOf(navigator.serviceWorker), "register", "serviceWorker");
-  for (const name of ["alert", "confirm", "prompt"]) deny(window, name);
-  for (const [proto, prop] of [[HTMLImageElement.prototype, "src"], [HTMLImageElement.prototype, "srcset"],
-      [HTMLScriptElement.prototype, "src"], [HTMLLinkElement.prototype, "href"], [HTMLIFrameElement.prototype, "src"],
-      [HTMLMediaElement.prototype, "src"], [HTMLSourceElement.prototype, "src"], [HTMLFormElement.prototype, "action"]]) {
-    Object.defineProperty(proto, prop, { set(v) { if (!String(v).startsWith("data:")) throw blocked(prop + "=" + String(v).slice(0, 80)); }, get() { return ""; } });
-  }
-
-  // Code from strings: eval, Function and string timers, when the sketch asks.
-  const realEval = window.eval;
-  window.eval = function (src) { if (sketchCalled()) throw blocked("eval"); return realEval(src); };
-  const RealFunction = Function;
-  const GuardedFunction = new Proxy(RealFunction, {
-    apply(t, self, args) { if (sketchCalled()) throw blocked("Function"); return Reflect.apply(t, self, args); },
-    construct(t, args, nt) { if (sketchCalled()) throw blocked("Function"); return Reflect.construct(t, args); },
+  document.addEventListener("securitypolicyviolation", (e) => {
+    if (I.started) flag("external_access", "blocked by the page's policy (" + e.violatedDirective + "): " + String(e.blockedURI || e.sample || "").slice(0, 100));
   });
-  window.Function = GuardedFunction;
-  Object.defineProperty(RealFunction.prototype, "constructor", { value: GuardedFunction });
+
+  // Code from strings: the policy forbids eval in every realm; this names the attempt, and code
+  // that would have drawn text is text_label too, whichever job handed it over.
+  const GLYPHS = /\b(text|textToPoints|textToContours|fillText|strokeText)\b/;
+  const fromString = (what, args) => {
+    if (args.some((a) => GLYPHS.test(String(a)))) flag("text_label", what + " of code that draws text");
+    return blocked(what);
+  };
+  const realEval = window.eval;
+  define(window, "eval", function (src) { if (I.started) throw fromString("eval", [src]); return realEval(src); });
+  const guardCtor = (Ctor) => new Proxy(Ctor, {
+    apply(t, self, args) { if (I.started) throw fromString("Function", args); return Reflect.apply(t, self, args); },
+    construct(t, args) { if (I.started) throw fromString("Function", args); return Reflect.construct(t, args); },
+  });
+  const GuardedFunction = guardCtor(Function);
+  define(window, "Function", GuardedFunction);
+  define(Function.prototype, "constructor", GuardedFunction);
   for (const fn of [async function () {}, function* () {}, async function* () {}]) {
     const proto = Object.getPrototypeOf(fn);
-    const Ctor = proto.constructor;
-    Object.defineProperty(proto, "constructor", { value: new Proxy(Ctor, {
-      apply(t, s, a) { if (sketchCalled()) throw blocked("Function"); return Reflect.apply(t, s, a); },
-      construct(t, a) { if (sketchCalled()) throw blocked("Function"); return Reflect.construct(t, a); } }) });
+    define(proto, "constructor", guardCtor(proto.constructor));
   }
   for (const name of ["setTimeout", "setInterval"]) {
     const real = window[name];
-    window[name] = function (cb, ...rest) { if (typeof cb !== "function") throw blocked(name + "(string)"); return real.call(window, cb, ...rest); };
+    define(window, name, function (cb, ...rest) { if (typeof cb !== "function") throw fromString(name + "(string)", [cb]); return real.call(window, cb, ...rest); });
   }
 
-  // DOM writes by the sketch itself (p5 creating its canvas is not the sketch).
-  const domWrite = (proto, names) => {
-    for (const name of names) {
-      const d = Object.getOwnPropertyDescriptor(proto, name);
-      if (!d) continue;
-      if (typeof d.value === "function") {
-        const real = d.value;
-        Object.defineProperty(proto, name, { ...d, value: function (...a) { if (sketchCalled()) throw blocked("DOM " + name); return real.apply(this, a); } });
-      } else if (d.set) {
-        const realSet = d.set;
-        Object.defineProperty(proto, name, { ...d, set(v) { if (sketchCalled()) throw blocked("DOM " + name); return realSet.call(this, v); } });
+  // The document: after the start, only canvases come and go (p5 makes and replaces its own).
+  const REALMS = "iframe,frame,frameset,object,embed,portal,fencedframe";
+  const bringsRealm = (n) => !!n && typeof n === "object" && (n.nodeType === 1 || n.nodeType === 11) &&
+    ((n.matches && n.matches(REALMS)) || !!(n.querySelector && n.querySelector(REALMS)));
+  const allowedNode = (n) => I.own.has(n) || n.nodeType === 1 && (n.localName === "canvas" || (n.localName === "main" && [...n.children].every((c) => c.localName === "canvas")));
+  const allowedAttr = (n, a) => (n.localName === "canvas" || n.localName === "main") && /^(style|width|height|class|id|tabindex|role|aria-.*|data-.*)$/.test(a);
+  const judge = (records) => {
+    if (!I.started) return;
+    for (const r of records) {
+      if (r.type === "childList") {
+        for (const n of r.addedNodes) if (!allowedNode(n)) flag("external_access", "DOM write: added " + n.nodeName.toLowerCase());
+        for (const n of r.removedNodes) if (!allowedNode(n)) flag("external_access", "DOM write: removed " + n.nodeName.toLowerCase());
+      } else if (r.type === "attributes") {
+        if (!allowedAttr(r.target, r.attributeName)) flag("external_access", "DOM write: " + r.target.nodeName.toLowerCase() + "[" + r.attributeName + "]");
+      } else {
+        flag("external_access", "DOM write: text of " + (r.target.parentNode ? r.target.parentNode.nodeName.toLowerCase() : "a node"));
       }
     }
   };
-  domWrite(Node.prototype, ["appendChild", "insertBefore", "replaceChild", "removeChild", "textContent", "nodeValue"]);
-  domWrite(Element.prototype, ["append", "prepend", "after", "before", "replaceWith", "remove", "insertAdjacentHTML",
-    "insertAdjacentElement", "insertAdjacentText", "innerHTML", "outerHTML", "setAttribute", "attachShadow", "replaceChildren"]);
-  domWrite(HTMLElement.prototype, ["innerText", "outerText"]);
-  domWrite(Document.prototype, ["write", "writeln", "open", "title"]);
+  const observer = new MutationObserver(judge);
+  observer.observe(document, { childList: true, subtree: true, attributes: true, characterData: true });
+  I.flushDom = () => judge(observer.takeRecords());
+  // A new realm (a frame's window, an object's document) is refused before it exists: its
+  // globals would be untouched by this file. Whatever method inserts it, whoever calls.
+  const INSERTERS = [[Node.prototype, ["appendChild", "insertBefore", "replaceChild"]],
+    [Element.prototype, ["append", "prepend", "after", "before", "replaceWith", "insertAdjacentElement", "replaceChildren", "moveBefore"]],
+    [CharacterData.prototype, ["after", "before", "replaceWith"]], [DocumentType.prototype, ["after", "before", "replaceWith"]],
+    [Document.prototype, ["append", "prepend", "replaceChildren", "moveBefore", "adoptNode", "importNode"]],
+    [DocumentFragment.prototype, ["append", "prepend", "replaceChildren", "moveBefore"]],
+    [Range.prototype, ["insertNode", "surroundContents"]]];
+  for (const [proto, names] of INSERTERS) {
+    for (const name of names) {
+      const real = proto[name];
+      if (typeof real !== "function") continue;
+      define(proto, name, function (...a) {
+        if (I.started && a.some(bringsRealm)) throw blocked("a new realm (" + name + " of a frame, object or embed)");
+        return real.apply(this, a);
+      });
+    }
+  }
+  const realAttachShadow = Element.prototype.attachShadow;
+  define(Element.prototype, "attachShadow", function (...a) { if (I.started) throw blocked("attachShadow (a tree the observer cannot see)"); return realAttachShadow.apply(this, a); });
+  for (const name of ["write", "writeln", "open"]) deny(Document.prototype, name, "document." + name);
+  for (const [proto, prop] of [[HTMLImageElement.prototype, "src"], [HTMLImageElement.prototype, "srcset"],
+      [HTMLLinkElement.prototype, "href"], [HTMLIFrameElement.prototype, "src"], [HTMLIFrameElement.prototype, "srcdoc"],
+      [HTMLMediaElement.prototype, "src"], [HTMLSourceElement.prototype, "src"], [HTMLFormElement.prototype, "action"]]) {
+    Object.defineProperty(proto, prop, { set(v) { throw blocked(prop + "=" + String(v).slice(0, 80)); }, get() { return ""; }, configurable: false });
+  }
 
-  // Text on the canvas by any route the sketch starts.
+  // Text: any glyph drawing in any 2D context after the start, whoever asks.
+  I.text = (what) => { if (I.started) throw refuse("text_label", what); };
   for (const C of [window.CanvasRenderingContext2D, window.OffscreenCanvasRenderingContext2D]) {
     if (!C) continue;
-    for (const name of ["fillText", "strokeText"]) {
-      const real = C.prototype[name];
-      C.prototype[name] = function (...a) { if (sketchInStack()) flag("text_label", name); return real.apply(this, a); };
+    for (const name of Object.getOwnPropertyNames(C.prototype)) {
+      const d = Object.getOwnPropertyDescriptor(C.prototype, name);
+      // fillText, strokeText, and whatever draws text or elements next (drawFormattedText, drawElement...)
+      if (typeof d.value !== "function" || name === "measureText" || !/text|element|formatted/i.test(name)) continue;
+      const real = d.value;
+      define(C.prototype, name, function (...a) { I.text(name); return real.apply(this, a); });
     }
   }
 
-  // GPU resources. On the GPU path a page shares the card with training: a texture bomb would
-  // take its memory and a shader of the sketch's own could loop for as long as it likes. Live
-  // WebGL bytes (textures, renderbuffers, buffers, drawing buffers) are counted per page and an
-  // allocation past S.gpuBudget throws; shader source is only accepted from p5 and p5.brush.
+  // GPU memory. On the GPU path a page shares the card with training; on SwiftShader it is the
+  // host's memory. Every WebGL allocation (each texture level and face, renderbuffers, buffers,
+  // copies, compressed uploads, drawing buffers and their resizes) is charged per page, and one
+  // past GPU_BUDGET throws. Shader source is only accepted from p5 and p5.brush.
   const GL = [window.WebGLRenderingContext, window.WebGL2RenderingContext].filter(Boolean);
-  const held = new WeakMap();  // WebGL object -> bytes it holds
+  const held = new WeakMap();  // WebGL object or context -> Map(part -> bytes)
   const bound = new WeakMap();  // context -> {unit, objects bound per target}
+  const contexts = new WeakMap();  // canvas -> its WebGL context
   let liveBytes = 0;
+  const mb = (n) => Math.round(n / 1048576);
   const stateOf = (gl) => { let s = bound.get(gl); if (!s) bound.set(gl, (s = { unit: 0, at: new Map() })); return s; };
-  const texKey = (gl, target) => "t" + target + ":" + stateOf(gl).unit;
-  const charge = (obj, bytes, what) => {
+  const charge = (obj, part, bytes, what) => {
     if (!obj) return;
-    const before = held.get(obj) || 0;
-    const budget = S.gpuBudget || 1 << 30;
-    if (bytes > before && liveBytes + bytes - before > budget) {
-      const mb = (n) => Math.round(n / 1048576);
-      flag("runtime_error", "GPU memory budget: " + what + " would hold " + mb(liveBytes + bytes - before) + " MB of " + mb(budget) + " MB");
-      throw new RangeError("salon sandbox: GPU memory budget of " + mb(budget) + " MB exceeded by " + what);
+    let parts = held.get(obj);
+    if (!parts) held.set(obj, (parts = new Map()));
+    const before = parts.get(part) || 0;
+    bytes = Math.max(0, Number(bytes) || 0);
+    if (bytes > before && liveBytes + bytes - before > GPU_BUDGET) {
+      flag("runtime_error", "GPU memory budget: " + what + " would hold " + mb(liveBytes + bytes - before) + " MB of " + mb(GPU_BUDGET) + " MB");
+      throw new RangeError("salon sandbox: GPU memory budget of " + mb(GPU_BUDGET) + " MB exceeded by " + what);
     }
     liveBytes += bytes - before;
-    held.set(obj, bytes);
+    parts.set(part, bytes);
   };
-  const release = (obj) => { if (obj && held.has(obj)) { liveBytes -= held.get(obj); held.delete(obj); } };
+  const release = (obj) => { const parts = obj && held.get(obj); if (parts) { for (const b of parts.values()) liveBytes -= b; held.delete(obj); } };
   const perPixel = (type, internal) => (type === 0x1406 || internal === 0x8814 || internal === 0x8815) ? 16
     : (type === 0x140b || type === 0x8d61 || internal === 0x881a || internal === 0x881b) ? 8 : 4;
-  const dims = (src) => src ? [src.videoWidth || src.naturalWidth || src.width || 0, src.videoHeight || src.naturalHeight || src.height || 0] : [0, 0];
+  const dims = (src) => src ? [src.videoWidth || src.naturalWidth || src.displayWidth || src.codedWidth || src.width || 0,
+    src.videoHeight || src.naturalHeight || src.displayHeight || src.codedHeight || src.height || 0] : [0, 0];
+  const CUBE = (t) => t >= 0x8515 && t <= 0x851a;
+  const texAt = (gl, target) => stateOf(gl).at.get("t" + (CUBE(target) ? 0x8513 : target) + ":" + stateOf(gl).unit);
   const wrapGL = (name, before) => {
     for (const C of GL) {
       const real = C.prototype[name];
       if (typeof real !== "function") continue;
-      Object.defineProperty(C.prototype, name, { value: function (...a) { before(this, a); return real.apply(this, a); }, writable: false, configurable: false });
+      define(C.prototype, name, function (...a) { before(this, a); return real.apply(this, a); });
     }
   };
   wrapGL("activeTexture", (gl, a) => { stateOf(gl).unit = a[0]; });
-  wrapGL("bindTexture", (gl, a) => { stateOf(gl).at.set(texKey(gl, a[0]), a[1]); });
+  wrapGL("bindTexture", (gl, a) => { stateOf(gl).at.set("t" + a[0] + ":" + stateOf(gl).unit, a[1]); });
   wrapGL("bindRenderbuffer", (gl, a) => { stateOf(gl).at.set("r", a[1]); });
   wrapGL("bindBuffer", (gl, a) => { stateOf(gl).at.set("b" + a[0], a[1]); });
-  const texTarget = (gl, target) => stateOf(gl).at.get(texKey(gl, target >= 0x8515 && target <= 0x851a ? 0x8513 : target));
+  const level = (a) => a[0] + ":" + a[1];  // target (cube face) and mip level
   wrapGL("texImage2D", (gl, a) => {
     const [w, h, type, internal] = a.length >= 8 ? [a[3], a[4], a[7], a[2]] : [...dims(a[5]), a[4], a[2]];
-    const faces = a[0] >= 0x8515 && a[0] <= 0x851a ? 6 : 1;
-    if (a[1] === 0) charge(texTarget(gl, a[0]), w * h * perPixel(type, internal) * faces, "a " + w + "x" + h + " texture");
+    charge(texAt(gl, a[0]), level(a), w * h * perPixel(type, internal), "a " + w + "x" + h + " texture");
   });
-  wrapGL("texImage3D", (gl, a) => { if (a[1] === 0) charge(texTarget(gl, a[0]), a[3] * a[4] * a[5] * perPixel(a[8], a[2]), "a 3D texture"); });
-  wrapGL("texStorage2D", (gl, a) => charge(texTarget(gl, a[0]), a[3] * a[4] * perPixel(0, a[2]) * (a[1] > 1 ? 1.34 : 1), "a " + a[3] + "x" + a[4] + " texture"));
-  wrapGL("texStorage3D", (gl, a) => charge(texTarget(gl, a[0]), a[3] * a[4] * a[5] * perPixel(0, a[2]), "a 3D texture"));
-  wrapGL("renderbufferStorage", (gl, a) => charge(stateOf(gl).at.get("r"), a[2] * a[3] * 4, "a " + a[2] + "x" + a[3] + " renderbuffer"));
-  wrapGL("renderbufferStorageMultisample", (gl, a) => charge(stateOf(gl).at.get("r"), a[1] * a[3] * a[4] * 4, "a multisampled renderbuffer"));
-  wrapGL("bufferData", (gl, a) => charge(stateOf(gl).at.get("b" + a[0]), typeof a[1] === "number" ? a[1] : (a[1] && a[1].byteLength) || 0, "a buffer"));
+  wrapGL("copyTexImage2D", (gl, a) => charge(texAt(gl, a[0]), level(a), a[5] * a[6] * perPixel(0, a[2]), "a " + a[5] + "x" + a[6] + " texture copy"));
+  wrapGL("compressedTexImage2D", (gl, a) => charge(texAt(gl, a[0]), level(a), Math.max(a[3] * a[4], (a[6] && a[6].byteLength) || a[6] || 0), "a compressed texture"));
+  wrapGL("texImage3D", (gl, a) => charge(texAt(gl, a[0]), level(a), a[3] * a[4] * a[5] * perPixel(a[8], a[2]), "a 3D texture"));
+  wrapGL("compressedTexImage3D", (gl, a) => charge(texAt(gl, a[0]), level(a), Math.max(a[3] * a[4] * a[5], (a[7] && a[7].byteLength) || a[7] || 0), "a compressed 3D texture"));
+  wrapGL("texStorage2D", (gl, a) => charge(texAt(gl, a[0]), "storage", a[3] * a[4] * perPixel(0, a[2]) * (a[1] > 1 ? 1.34 : 1) * (a[0] === 0x8513 ? 6 : 1), "a " + a[3] + "x" + a[4] + " texture"));
+  wrapGL("texStorage3D", (gl, a) => charge(texAt(gl, a[0]), "storage", a[3] * a[4] * a[5] * perPixel(0, a[2]) * (a[1] > 1 ? 1.34 : 1), "a 3D texture"));
+  wrapGL("renderbufferStorage", (gl, a) => charge(stateOf(gl).at.get("r"), "storage", a[2] * a[3] * 4, "a " + a[2] + "x" + a[3] + " renderbuffer"));
+  wrapGL("renderbufferStorageMultisample", (gl, a) => charge(stateOf(gl).at.get("r"), "storage", Math.max(1, a[1]) * a[3] * a[4] * 4, "a multisampled renderbuffer"));
+  wrapGL("bufferData", (gl, a) => charge(stateOf(gl).at.get("b" + a[0]), "data", typeof a[1] === "number" ? a[1] : (a[1] && a[1].byteLength) || 0, "a buffer"));
+  wrapGL("drawingBufferStorage", (gl, a) => charge(gl, "drawing buffer", a[1] * a[2] * 12, "a " + a[1] + "x" + a[2] + " drawing buffer"));
   for (const name of ["deleteTexture", "deleteRenderbuffer", "deleteBuffer"]) wrapGL(name, (gl, a) => release(a[0]));
-  wrapGL("shaderSource", (gl, a) => { if (sketchCalled()) { flag("bare_primitives", "shaderSource"); throw new TypeError("salon sandbox: shaders of the sketch's own are not allowed"); } });
-  // A 2D or raw WebGL context of the sketch's own bypasses p5.brush; and each WebGL canvas holds a
-  // drawing buffer (colour, depth, antialiasing) for as long as the page lives.
+  wrapGL("shaderSource", () => { if (I.sketchCalled()) { flag("bare_primitives", "shaderSource"); throw new TypeError("salon sandbox: shaders of the sketch's own are not allowed"); } });
+  // Each WebGL canvas holds a drawing buffer (colour, depth, antialiasing) for as long as the page
+  // lives, at whatever size its width and height are set to. A 2D or raw WebGL context of the
+  // sketch's own bypasses p5.brush.
+  const chargeCanvas = (canvas, w = canvas.width, h = canvas.height) => {
+    const ctx = contexts.get(canvas);
+    if (ctx) charge(ctx, "drawing buffer", w * h * 12, "a " + w + "x" + h + " WebGL canvas");
+  };
   for (const C of [window.HTMLCanvasElement, window.OffscreenCanvas]) {
     if (!C) continue;
     const real = C.prototype.getContext;
-    Object.defineProperty(C.prototype, "getContext", { value: function (kind, ...a) {
-      if (sketchCalled()) flag("bare_primitives", "getContext(" + kind + ")");
+    define(C.prototype, "getContext", function (kind, ...a) {
+      if (I.sketchCalled()) flag("bare_primitives", "getContext(" + kind + ")");
       const ctx = real.call(this, kind, ...a);
-      if (ctx && String(kind).startsWith("webgl") && !held.has(ctx)) charge(ctx, this.width * this.height * 12, "a " + this.width + "x" + this.height + " WebGL canvas");
+      if (ctx && String(kind).startsWith("webgl") && !contexts.has(this)) { contexts.set(this, ctx); chargeCanvas(this); }
       return ctx;
-    }, writable: false, configurable: false });
+    });
+    for (const prop of ["width", "height"]) {
+      const d = Object.getOwnPropertyDescriptor(C.prototype, prop);
+      // charged before the browser allocates the new drawing buffer, refused if it would not fit
+      Object.defineProperty(C.prototype, prop, { ...d, configurable: false, set(v) {
+        const n = Math.max(0, Math.floor(Number(v)) || 0);
+        chargeCanvas(this, prop === "width" ? n : this.width, prop === "height" ? n : this.height);
+        d.set.call(this, v);
+      } });
+    }
   }
 
-  // Errors and the result promise.
+  // Errors and the result.
   let settle;
-  S.done = new Promise((r) => { settle = r; });
-  S.settled = false;
-  S.finish = (status, canvas) => {
-    if (S.settled) return;
-    S.settled = true;
+  I.done = new Promise((r) => { settle = r; });
+  // Only the canvas p5's createCanvas made is captured (start.js), and only as a WebGL canvas.
+  I.finish = (status) => {
+    if (I.settled) return;
+    I.flushDom();
+    I.settled = true;
     let image = null;
-    try { if (canvas) image = canvas.toDataURL("image/png"); } catch (e) { S.errors.push("capture: " + e); }
-    settle({ status, image, violations: [...S.violations], details: S.details, errors: S.errors.slice(0, 20) });
+    const canvas = I.canvas;
+    if (canvas && !contexts.has(canvas)) flag("not_webgl", "the painting is not on a WebGL canvas");
+    try { if (canvas && status === "ok") image = canvas.toDataURL("image/png"); } catch (e) { I.errors.push("capture: " + e); }
+    if (!image && canvas) try { image = canvas.toDataURL("image/png"); } catch (e) { /* a lost context */ }
+    settle({ status, image, violations: [...I.violations], details: I.details, errors: I.errors.slice(0, 20) });
   };
   const onError = (message, isSyntax) => {
-    if (S.errors.length < 20) S.errors.push(String(message).slice(0, 500));
-    if (!S.started) return;  // library load problems are infrastructure; render.py reports them
+    if (I.errors.length < 20) I.errors.push(String(message).slice(0, 500));
+    if (!I.started) return;  // library load problems are infrastructure; render.py reports them
     flag(isSyntax ? "syntax_error" : "runtime_error", String(message).slice(0, 200));
-    S.finish("error", S.instance && S.instance.canvas);
+    I.finish("error");
   };
   window.addEventListener("error", (e) => onError(e.message || e.error, e.error instanceof SyntaxError));
   window.addEventListener("unhandledrejection", (e) => onError("unhandled rejection: " + (e.reason && e.reason.message || e.reason), false));
   const realConsoleError = console.error.bind(console);
-  console.error = (...a) => { if (S.errors.length < 20) S.errors.push(a.map(String).join(" ").slice(0, 500)); realConsoleError(...a); };
+  console.error = (...a) => { if (I.errors.length < 20) I.errors.push(a.map(String).join(" ").slice(0, 500)); realConsoleError(...a); };
+
+  // The sketch is a same-origin script fetched once (render.py serves it one time): the policy
+  // allows no inline or string code, and this one-use Trusted Types policy is the only way to
+  // name a script URL on this page.
+  const sketchPolicy = trustedTypes.createPolicy("salon", { createScriptURL: (u) => u === "/" + SKETCH ? u : null });
+  I.loadSketch = () => new Promise((resolve) => {
+    const el = document.createElement("script");
+    el.src = sketchPolicy.createScriptURL("/" + SKETCH);
+    el.onload = el.onerror = () => resolve();
+    I.own.add(el);
+    I.started = true;
+    document.body.appendChild(el);
+  });
+
+  // What the page shows the outside: start() once (render.py), claim() once (start.js), the API list.
+  let claimed = false, started = false;
+  define(window, "__salon", Object.freeze({
+    claim() { if (claimed) throw new TypeError("salon sandbox: already claimed"); claimed = true; return I; },
+    start(seed) { if (started) throw blocked("a second start"); started = true; return I.start(seed); },
+    get brushApi() { return I.brushApi; },
+    get errors() { return I.errors.slice(); },
+    get report() { I.flushDom(); return { violations: [...I.violations], details: I.details.slice(), errors: I.errors.slice(0, 20) }; },
+    get ready() { return typeof I.start === "function"; },
+  }));
 })();
-//# sourceURL=salon-guard.js

@@ -1,0 +1,132 @@
+"""What `bench_render.py --gpu` measures beyond throughput: fidelity between the two GL paths,
+and how much a render-heavy minute slows a bf16 matmul loop sharing the card.
+
+    from gpu_render_checks import fidelity, interference
+    rows = fidelity(names, seeds=(0, 1, 2))       # per sketch and seed: pixels off by > 16, judges on both
+    report = interference(codes, alone_s=20, busy_s=60)
+
+Fidelity renders each sketch at each seed on both paths and reports the share of pixels more than
+16 levels apart in any channel over the whole image, the image judges' scores on both, and a
+pairwise judge's P(beats a reference) on both (a tiny random Qwen2.5-VL: the mechanics of the
+judge path, not a trained opinion). Interference runs a matmul loop in a child process (so its
+CUDA context is its own, as a trainer's would be), alone and then while this process renders
+heavy sketches on the GPU path without pause.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from salon.curate.render import Renderer, RenderConfig
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "curate" / "examples"
+
+
+def _pixels(png: bytes):
+    import numpy as np
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+
+
+def _tiny_judge():
+    from salon.judges.vlm_transformers import TransformersJudgeConfig, TransformersPairwiseJudge
+    from salon.train.tiny import build_vl
+
+    folder = build_vl(Path(tempfile.mkdtemp(prefix="salon-fidelity-judge-")), "qwen2_5_vl")
+    return TransformersPairwiseJudge(TransformersJudgeConfig(model=str(folder)))
+
+
+def fidelity(names: list[str], seeds=(0, 1, 2)) -> dict:
+    import numpy as np
+    from PIL import Image
+
+    from salon.judges.image_judges import colourfulness, composition, paint_fraction
+
+    items = [((EXAMPLES / f"{n}.js").read_text(), s) for n in names for s in seeds]
+
+    async def on(gpu: str):
+        async with Renderer(RenderConfig(gpu=gpu)) as renderer:
+            return await renderer.render_many(items)
+
+    gpu, soft = asyncio.run(on("on")), asyncio.run(on("off"))
+    judge = _tiny_judge()
+    reference = Image.open(io.BytesIO(soft[0].png)).convert("RGB")  # the first sketch, SwiftShader, seed 0
+    rows = []
+    for (name, seed), g, s in zip(((n, s) for n in names for s in seeds), gpu, soft):
+        if g.png is None or s.png is None:
+            rows.append({"sketch": name, "seed": seed, "error": "no image on one path"})
+            continue
+        a, b = _pixels(g.png), _pixels(s.png)
+        ia, ib = (Image.open(io.BytesIO(x.png)).convert("RGB") for x in (g, s))
+        pa, pb = judge.first_wins([(ia, reference), (ib, reference)])
+        rows.append({"sketch": name, "seed": seed,
+                     "off_by_more_than_16": round(float((np.abs(a - b).max(axis=2) > 16).mean()), 5),
+                     "paint_fraction": [round(paint_fraction(ia), 4), round(paint_fraction(ib), 4)],
+                     "colourfulness": [round(colourfulness(ia), 4), round(colourfulness(ib), 4)],
+                     "lower_half": [round(composition(ia).lower_half, 4), round(composition(ib).lower_half, 4)],
+                     "judge_p": [None if pa is None else round(pa, 5), None if pb is None else round(pb, 5)]})
+    ok = [r for r in rows if "error" not in r]
+    # Render noise on one path, for scale: the same sketch and seed twice on SwiftShader.
+    again = asyncio.run(on("off"))
+    noise = [float((np.abs(_pixels(x.png) - _pixels(y.png)).max(axis=2) > 16).mean())
+             for x, y in zip(soft, again) if x.png and y.png]
+    return {
+        "rows": rows,
+        "mean_off_by_more_than_16": round(statistics.mean(r["off_by_more_than_16"] for r in ok), 5) if ok else None,
+        "max_off_by_more_than_16": max((r["off_by_more_than_16"] for r in ok), default=None),
+        "swiftshader_rerun_off_by_more_than_16": round(max(noise), 5) if noise else None,
+        "judge_p_mean_abs_difference": round(statistics.mean(abs(r["judge_p"][0] - r["judge_p"][1]) for r in ok
+                                                             if None not in r["judge_p"]), 5) if ok else None,
+    }
+
+
+_MATMUL = """
+import sys, time, json, torch
+seconds = float(sys.argv[1]); n = 8192
+a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16); b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+for _ in range(20): a @ b
+torch.cuda.synchronize(); t0 = time.perf_counter()
+print(json.dumps({"ready": time.time()}), flush=True)
+while time.perf_counter() - t0 < seconds:
+    s = time.perf_counter()
+    for _ in range(50): a @ b
+    torch.cuda.synchronize()
+    print(json.dumps({"t": time.time(), "tflops": 50 * 2 * n**3 / (time.perf_counter() - s) / 1e12}), flush=True)
+"""
+
+
+def interference(codes: list[str], alone_s: float = 20, busy_s: float = 60) -> dict:
+    """bf16 matmul TFLOP/s alone, then while rendering without pause on the GPU path."""
+    child = subprocess.Popen([sys.executable, "-c", _MATMUL, str(alone_s + busy_s + 5)], stdout=subprocess.PIPE, text=True)
+    ready = json.loads(child.stdout.readline())["ready"]
+    time.sleep(max(0.0, ready + alone_s - time.time()))
+    t_busy = time.time()
+    rendered = 0
+
+    async def render_for(seconds: float) -> int:
+        done = 0
+        async with Renderer(RenderConfig(gpu="on")) as renderer:
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline:
+                results = await renderer.render_many([(c, done + i) for i, c in enumerate(codes)])
+                done += sum(r.png is not None for r in results)
+        return done
+
+    rendered = asyncio.run(render_for(busy_s))
+    t_end = time.time()
+    samples = [json.loads(line) for line in child.stdout if line.strip()]
+    child.wait()
+    alone = [s["tflops"] for s in samples if s["t"] < t_busy]
+    busy = [s["tflops"] for s in samples if t_busy + 5 < s["t"] < t_end]  # past the browsers' start
+    a, b = statistics.median(alone), statistics.median(busy)
+    return {"matmul_tflops_alone": round(a, 1), "matmul_tflops_while_rendering": round(b, 1),
+            "slowdown": round(1 - b / a, 4), "renders_during": rendered, "render_seconds": round(t_end - t_busy, 1)}
