@@ -1,11 +1,13 @@
 """The salon curation app: label, grid, compare, generate and publish views on one pool.
 
     salon app [--pool DIR] [--port P] [--host H] [--user NAME | --auth USER:PASS ...]
-              [--insecure-no-auth] [--admin NAME ...] [--base-url URL ...]
+              [--insecure-no-auth] [--admin NAME ...] [--base-url URL ...] [--run RUN_DIR ...]
 
 One server (uvicorn): a FastAPI app carrying the JSON hot path of the label and compare views
 (salon.apps.app_api) with the Gradio Blocks app mounted at "/" (layout, the other views, the
-named API endpoints). Views live in app_label, app_grid, app_generate, app_publish. With
+named API endpoints). Views live in app_label, app_grid, app_generate, app_publish; with
+`--run RUN_DIR` (a training run), the Compare view also compares that run's checkpoints blind
+(app_checkpoints) and a Suspects view marks its highest-reward suspects (app_suspects). With
 `--auth` every label records the logged-in user; with `--user` (or neither: the login name of
 the account running the app) one person labels without a login. Listening beyond loopback
 needs `--auth`, or `--insecure-no-auth`, which says what it risks.
@@ -41,6 +43,7 @@ class AppConfig:
     insecure_no_auth: bool = False          # listen beyond loopback with no login at all
     admins: list[str] = field(default_factory=list)     # logins that may push and generate
     base_urls: list[str] = field(default_factory=list)  # where generation may send the key
+    runs: list[str] = field(default_factory=list)       # training runs to review (salon eval / audit)
 
     def __post_init__(self):
         problems = []
@@ -66,6 +69,11 @@ class AppConfig:
                      for a in self.admins if self.auth and a not in logins]
         problems += [f"--base-url {u!r}: give an http:// or https:// URL" for u in self.base_urls
                      if not u.startswith(("http://", "https://"))]
+        problems += [f"--run {r!r}: not a salon train output folder (no salon_train.yaml)" for r in self.runs
+                     if not (Path(r) / "salon_train.yaml").is_file()]
+        names = [Path(r).resolve().name for r in self.runs]
+        problems += [f"two --run folders are named {n!r}: the app names runs by folder" for n in
+                     sorted({n for n in names if names.count(n) > 1})]
         if problems:
             raise ConfigError(problems, where="salon app")
 
@@ -134,14 +142,17 @@ def build(config: AppConfig, pool=None):
     from fastapi import FastAPI
 
     from salon.apps.app_api import Sessions, router
+    from salon.apps.app_checkpoints import checkpoint_endpoints, checkpoint_router, open_runs
     from salon.apps.app_generate import generate_view
     from salon.apps.app_grid import grid_view
     from salon.apps.app_label import api_endpoints, compare_view, label_view
     from salon.apps.app_publish import publish_view
+    from salon.apps.app_suspects import suspects_view
     from salon.pool.store import Pool
 
     pool = pool or Pool.open(config.pool)
     state = AppState(pool, config, Sessions(None if config.auth else config.labeler))
+    runs = open_runs(config.runs)
     with gr.Blocks(title="salon") as demo:
         with gr.Tabs():
             with gr.Tab("Label", id="label"):
@@ -154,17 +165,25 @@ def build(config: AppConfig, pool=None):
                 generate_view(state)
             with gr.Tab("Publish", id="publish") as publish_tab:
                 publish_view(state, [demo.load, publish_tab.select])
+            if runs:
+                with gr.Tab("Suspects", id="suspects") as suspects_tab:
+                    suspects_view(state, runs, [demo.load, suspects_tab.select])
         api_endpoints(state)
+        if runs:
+            checkpoint_endpoints(state, runs)
     demo.queue(default_concurrency_limit=4)
 
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     app.include_router(router(pool, state.sessions.user_of))
+    app.include_router(checkpoint_router(runs, state.sessions.user_of))
     app = gr.mount_gradio_app(
         app, demo, path="/", auth=config.auth or None, ssr_mode=False,
         auth_message="salon: log in to label (each label records your name)",
-        # Gradio serves only the images (the grid's thumbnails), never the pool folder: it
-        # holds pool.db and its WAL files with every labeler's labels.
-        allowed_paths=[str((pool.dir / "images").resolve())], footer_links=["api"],
+        # Gradio serves only the images (the grid's thumbnails) and the runs' suspect PNGs, never
+        # the pool folder (pool.db and its WAL files hold every labeler's labels) or a run's reviews.db
+        allowed_paths=[str((pool.dir / "images").resolve()),
+                       *(str((r.dir / "audit" / "suspects").resolve()) for r in runs.values())],
+        footer_links=["api"],
         server_name=config.host, server_port=config.port)
     return app
 

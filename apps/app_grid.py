@@ -17,6 +17,22 @@ PAGE = 60
 CHOICES = (*TIERS, "unlabelled")
 
 
+def gallery_with_detail(elem_id: str, columns: int, buttons: dict):
+    """Thumbnails, and under them a hidden row showing the opened one large beside its description
+    and one button per `buttons` entry ({key: label}); ids are elem_id, elem_id-info, elem_id-LABEL.
+    Returns (gallery, selected state, detail row, image, description, {key: button})."""
+    gallery = gr.Gallery(columns=columns, height=520, allow_preview=False, object_fit="cover",
+                         show_label=False, elem_id=elem_id)
+    selected = gr.State(None)
+    with gr.Row(visible=False) as detail:
+        big = gr.Image(interactive=False, height=420, show_label=False, scale=2)
+        with gr.Column(scale=1):
+            info = gr.Markdown(elem_id=f"{elem_id}-info")
+            with gr.Row():
+                made = {key: gr.Button(label, elem_id=f"{elem_id}-{label}") for key, label in buttons.items()}
+    return gallery, selected, detail, big, info, made
+
+
 def grid_view(state, refresh_on: list) -> None:
     """`refresh_on`: more triggers that reload the grid (page load, the tab opening)."""
     pool = state.pool
@@ -64,17 +80,9 @@ def grid_view(state, refresh_on: list) -> None:
         tier = gr.Radio(choices(), value="unlabelled", label="tier", scale=4)
         page = gr.Number(1, precision=0, minimum=1, label="page", scale=1)
         refresh = gr.Button("refresh", scale=0)
-    gallery = gr.Gallery(columns=8, height=520, allow_preview=False, object_fit="cover",
-                         show_label=False, elem_id="salon-grid")
     shown = gr.State([])
-    selected = gr.State(None)
-    with gr.Row(visible=False) as detail:
-        big = gr.Image(interactive=False, height=420, show_label=False, scale=2)
-        with gr.Column(scale=1):
-            info = gr.Markdown(elem_id="salon-grid-info")
-            with gr.Row():
-                buttons = {t: gr.Button(t, elem_id=f"salon-grid-{t}") for t in TIERS}
-                buttons[None] = gr.Button("undo", elem_id="salon-grid-undo")
+    gallery, selected, detail, big, info, buttons = gallery_with_detail(
+        "salon-grid", 8, {**{t: t for t in TIERS}, None: "undo"})
 
     outputs = [tier, gallery, shown, detail]
     gr.on([tier.input, page.submit, refresh.click, *refresh_on], show, [tier, page], outputs,

@@ -3,7 +3,8 @@
 Both views are a `gr.HTML` shell that `app_static/salon.js` fills and drives from the keyboard
 through the JSON routes of `app_api` (the hot path never waits on Gradio). Keys, label view:
 1 love, 2 okay, 3 nope, s skip, u or Backspace undo, left/right move. Compare view: left
-arrow or a = left, right arrow or d = right, t or down arrow = tie, n = new pair.
+arrow or a = left, right arrow or d = right, t or down arrow = tie, n = new pair; with
+`--run RUN_DIR` its mode menu also offers that run's checkpoints, blind (app_checkpoints).
 
 The same actions are Gradio API endpoints for scripts and `gradio_client`:
 /label (candidate_id, tier), /undo (candidate_id), /pair_choice (left_id, right_id, winner),
@@ -44,8 +45,9 @@ LABEL_HTML = """
 
 COMPARE_HTML = """
 <div class="salon-compare" tabindex="-1">
-  <div class="salon-bar"><span class="salon-count"></span>
-    <span class="salon-ack" data-pending="0"></span></div>
+  <div class="salon-bar">
+    <select data-f="mode" title="what to compare" hidden><option value="">pool paintings</option></select>
+    <span class="salon-count"></span><span class="salon-ack" data-pending="0"></span></div>
   <div class="salon-pair"><div class="salon-side" data-side="left"></div>
     <div class="salon-side" data-side="right"></div></div>
   <div class="salon-keys"><b>←</b>/<b>a</b> left <b>→</b>/<b>d</b> right <b>↓</b>/<b>t</b> tie

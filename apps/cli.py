@@ -1,7 +1,7 @@
 """The `salon` command: one entry point, one subcommand module per area.
 
     salon render SKETCH... [--json]      salon pool stats|label|import|export|push|pull
-    salon curate generate|guides         salon app       salon judge       salon train / audit
+    salon curate generate|guides         salon app       salon judge       salon train / audit / eval / compare
     salon env serve
 
 Each subcommand lives in `salon.apps.cmd_<name>` and exposes `add_parser(subparsers)`; the
@@ -18,7 +18,7 @@ import sys
 from salon.pool.card import salon_version
 from salon.pool.errors import SalonError
 
-COMMANDS = ["render", "pool", "curate", "app", "judge", "train", "audit", "env"]
+COMMANDS = ["render", "pool", "curate", "app", "judge", "train", "audit", "eval", "compare", "env"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,7 +1,7 @@
 """`salon app`: the Gradio curation app on a pool (a public interface: flags are only added).
 
     salon app [--pool DIR] [--port P] [--host H] [--user NAME | --auth USER:PASS ...]
-              [--insecure-no-auth] [--admin NAME ...] [--base-url URL ...]
+              [--insecure-no-auth] [--admin NAME ...] [--base-url URL ...] [--run RUN_DIR ...]
 
 The app itself is salon.apps.app; this module only parses the command line.
 """
@@ -26,6 +26,9 @@ def add_parser(sub) -> None:
     p.add_argument("--base-url", action="append", metavar="URL", default=[], dest="base_urls",
                    help="an OpenAI-compatible base URL the Generate view may send OPENAI_API_KEY to "
                         "(repeatable; $OPENAI_BASE_URL counts too)")
+    p.add_argument("--run", action="append", metavar="RUN_DIR", default=[], dest="runs",
+                   help="a salon train output folder to review: blind checkpoint comparison in Compare "
+                        "(after salon eval), suspects in Suspects (after salon audit --suspects); repeatable")
     p.set_defaults(run=run)
 
 
@@ -42,5 +45,5 @@ def run(args) -> int:
     auth = [tuple(a.split(":", 1)) for a in args.auth]
     serve(AppConfig(pool=args.pool, host=args.host, port=args.port, user=args.user, auth=auth,
                     insecure_no_auth=args.insecure_no_auth, admins=args.admin,
-                    base_urls=args.base_urls))
+                    base_urls=args.base_urls, runs=args.runs))
     return 0

@@ -1,6 +1,6 @@
 """`salon audit`: coverage, diversity, reward components and collapse alarms of a training run.
 
-    salon audit RUN_DIR [--json] [--out DIR] [--window W] [--no-figures]
+    salon audit RUN_DIR [--json] [--out DIR] [--window W] [--no-figures] [--suspects K]
 
 Reads RUN_DIR/rollouts/ (written by `salon train`) and computes per step: paint coverage and
 blank share, diversity within groups and across prompts, each reward component's mean and std,
@@ -8,6 +8,12 @@ bottom / median / top reward and the count under 0.3, frac_reward_zero_std; over
 last window: correlation between components (flagged above 0.85) and saturation. Alarms: coverage
 falling or diversity collapsing while the reward rises. Figures (audit.png, correlation.png,
 image grids) go to --out (default RUN_DIR/audit/). Exit code 1 when an alarm fired.
+
+--suspects K lists the K highest-reward rollouts an audit measure flags (blank, low coverage,
+near-duplicate of another prompt's painting, text-like marks, the collapsed template; see
+salon.train.suspects) into RUN_DIR/audit/suspects.json with their PNGs and a grid
+(suspects.png), where the app (`salon app --run RUN_DIR`, Suspects tab) opens them for a person
+to mark hack or fine. Once marked, every audit reports the share of suspects marked as hacks.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ def add_parser(sub) -> None:
     p.add_argument("--window", type=int, help="steps per comparison window of the alarms (default 20)")
     p.add_argument("--grid-every", type=int, help="an image grid every N steps (default: 8 grids)")
     p.add_argument("--no-figures", action="store_true", help="numbers only")
+    p.add_argument("--suspects", type=int, metavar="K",
+                   help="list the K highest-reward rollouts an audit measure flags, for review in the app")
     p.set_defaults(run=run)
 
 
@@ -37,11 +45,33 @@ def run(args) -> int:
                                 if v is not None})
     out = None if args.no_figures else Path(args.out or Path(args.run_dir) / "audit")
     report = audit_run(args.run_dir, settings, out)
+    report.update(suspect_lists(args.run_dir, args.suspects))
     if args.json:
         print(json.dumps(report, default=float))
     else:
         print(summary(report))
     return 1 if report["alarms"] else 0
+
+
+def suspect_lists(run_dir: str, k: int | None) -> dict:
+    """The suspects (found now with --suspects K, else the last list) and how people marked them."""
+    from salon.pool.errors import ConfigError
+    from salon.train.reviews import Reviews
+    from salon.train.suspects import find_suspects, load_suspects, review_summary
+
+    out = {}
+    if k is not None:
+        if k < 1:
+            raise ConfigError([f"--suspects {k}: list at least 1"], "salon audit")
+        out["suspects"] = find_suspects(run_dir, k, out=Path(run_dir) / "audit")
+    listed = out["suspects"]["suspects"] if k is not None else load_suspects(run_dir)
+    if listed:
+        marks = {}
+        if (Path(run_dir) / "reviews.db").is_file():
+            with Reviews.open(run_dir) as reviews:
+                marks = reviews.current_marks()
+        out["suspect_review"] = review_summary(listed, marks)
+    return out
 
 
 def summary(report: dict) -> str:
@@ -68,4 +98,15 @@ def summary(report: dict) -> str:
         lines.append("saturated components (last window): " + ", ".join(checks["saturated"]))
     lines += [f"ALARM step {a['step']}: {a['name']}: {a['message']}" for a in report["alarms"]] or ["no alarms"]
     lines += [f"figure: {p}" for p in report["figures"]]
+    if "suspects" in report:
+        found = report["suspects"]
+        lines.append(f"suspects: {len(found['suspects'])} of {found['flagged']} flagged rollouts, highest reward first "
+                     f"(grid {found.get('grid')})")
+        lines += [f"  {s['reward']:.3f} step {s['step']} {s['subject'] or ''}: {', '.join(s['flags'])}"
+                  for s in found["suspects"]]
+    if "suspect_review" in report:
+        r = report["suspect_review"]
+        share = "-" if r["hack_share"] is None else f"{r['hack_share']:.0%}"
+        lines.append(f"suspects marked: {r['marked']} of {r['suspects']}; hacks: {r['hacks']} of {r['verdicts']} "
+                     f"marks ({share}); mark them in `salon app --run RUN_DIR`")
     return "\n".join(lines)

@@ -2,6 +2,9 @@
 
     salon judge --model PATH_OR_ID_OR_URL --refs DIR_OR_REPO[@REV] IMAGE... [--k K] [--json]
     salon judge validate --pool DIR --model PATH_OR_ID_OR_URL [--max-pairs N] [--json]
+    salon judge --scorer hpsv3 --model DIR_OR_URL IMAGE... [--prompt TEXT] [--json]
+    salon judge validate --scorer hpsv3 --model DIR_OR_URL --pool DIR [--json]
+    salon judge serve --scorer hpsv3 --model DIR [--host 127.0.0.1] [--port 8000]
 
 Scoring: each IMAGE's score is its mean win probability over K references (default 4; fewer
 references: all) drawn with --seed from --refs, every pair shown in both orders. With --json, one
@@ -9,6 +12,9 @@ object per image and line: {"image", "score", "verdicts": [{"reference", "p", "p
 "p_second"}]} ("reference" is the reference's path for a folder, else its pool id; a verdict the
 judge could not give has p null and a "reason"). --model is a local folder or Hub id
 (transformers) or an http(s) URL of an OpenAI-compatible server.
+
+--scorer names an absolute scorer instead (hpsv3, the HPSv3 reward model: no references, one
+score per image; see salon.apps.cmd_judge_scorer), which `serve` also serves over HTTP.
 """
 
 from __future__ import annotations
@@ -20,14 +26,18 @@ import sys
 from salon.pool.errors import ConfigError, JudgeError
 
 USAGE = """salon judge --model PATH_OR_ID_OR_URL --refs DIR_OR_REPO[@REV] IMAGE... [--k K] [--json]
-       salon judge validate --pool DIR --model PATH_OR_ID_OR_URL [--max-pairs N] [--json]"""
+       salon judge validate --pool DIR --model PATH_OR_ID_OR_URL [--max-pairs N] [--json]
+       salon judge --scorer hpsv3 --model DIR_OR_URL IMAGE... [--prompt TEXT] [--json]
+       salon judge validate --scorer hpsv3 --model DIR_OR_URL --pool DIR [--json]
+       salon judge serve --scorer hpsv3 --model DIR [--host 127.0.0.1] [--port 8000]"""
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("judge", usage=USAGE, help="score paintings with a pairwise judge, or validate one",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("images", nargs="*", metavar="IMAGE", help="paintings to score (or the word 'validate')")
-    p.add_argument("--model", required=True, help="local model folder, Hub id, or http(s)://server/v1")
+    p.add_argument("images", nargs="*", metavar="IMAGE", help="paintings to score (or the word 'validate' or 'serve')")
+    p.add_argument("--model", required=True, help="local model folder, Hub id, or http(s)://server/v1; with "
+                   "--scorer hpsv3: the HPSv3.safetensors folder, an HPSv3 service URL, tiny:hpsv3 or random:hpsv3")
     p.add_argument("--backend", help="judge registry name or module:Class (default: from --model's form)")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     g = p.add_argument_group("scoring")
@@ -39,10 +49,23 @@ def add_parser(sub) -> None:
     v.add_argument("--pool", help="pool folder with labelled candidates and pairwise choices")
     v.add_argument("--max-pairs", type=int, default=64, help="pairs per tier comparison (default 64)")
     b = p.add_argument_group("backend")
-    b.add_argument("--device", help="transformers: cuda, cpu ... (default: cuda when available)")
+    b.add_argument("--device", help="transformers, hpsv3: cuda, cpu ... (default: cuda when available)")
     b.add_argument("--max-pixels", type=int, help="transformers: bound on image size in pixels")
-    b.add_argument("--timeout", type=float, help="openai: seconds per request (default 120)")
+    b.add_argument("--timeout", type=float, help="openai: seconds per request (default 120); an HPSv3 service: 90")
     b.add_argument("--server-model", help="openai: model name on the server (default: the first listed)")
+    a = p.add_argument_group("absolute scorer")
+    a.add_argument("--scorer", help="an absolute scorer instead of the pairwise judge: hpsv3")
+    a.add_argument("--prompt", help="the text prompt HPSv3 scores against (default 'a loose watercolour flower')")
+    a.add_argument("--batch-size", type=int, help="images per forward pass (a service: requests in flight)")
+    a.add_argument("--dtype", help="auto (default), bfloat16, float16 or float32")
+    a.add_argument("--max-per-tier", type=int, default=64, help="validate: paintings per tier (default 64)")
+    a.add_argument("--subject-prompt", help="validate: the prompt naming the subject (default "
+                   "'a {subject} painted in loose watercolour')")
+    s = p.add_argument_group("serve")
+    s.add_argument("--host", default="127.0.0.1", help="interface (default loopback: there is no authentication)")
+    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--insecure-no-auth", action="store_true",
+                   help="listen beyond loopback anyway: anyone who reaches the port can spend this host's GPU")
     p.set_defaults(run=run)
 
 
@@ -71,6 +94,13 @@ def _judge(args):
 
 
 def run(args) -> int:
+    if args.scorer:
+        from salon.apps.cmd_judge_scorer import run as run_scorer
+
+        return run_scorer(args)
+    if args.images[:1] == ["serve"]:
+        raise ConfigError(["`salon judge serve` serves an absolute scorer: add --scorer hpsv3 (serve a pairwise "
+                           "judge's model with vLLM or TGI and point --model at it)"], "salon judge")
     if args.images[:1] == ["validate"]:
         return _validate(args)
     return _score(args)
@@ -126,14 +156,20 @@ def _score(args) -> int:
     return 0
 
 
-def _validate(args) -> int:
-    from salon.judges.validate import ValidationConfig, pool_labels, validate
-
+def validate_problems(args) -> list[str]:
+    """What `salon judge validate` needs, whatever it validates: a pool, and no images."""
     problems = []
     if not args.pool:
         problems.append("--pool is required: the pool folder with labels")
     if len(args.images) > 1:
         problems.append(f"`salon judge validate` takes no images (got {' '.join(args.images[1:])})")
+    return problems
+
+
+def _validate(args) -> int:
+    from salon.judges.validate import ValidationConfig, pool_labels, validate
+
+    problems = validate_problems(args)
     if args.refs:
         problems.append("--refs belongs to scoring: validation compares the pool's own paintings")
     if problems:

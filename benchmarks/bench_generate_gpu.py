@@ -1,22 +1,27 @@
-"""Generation throughput on a GPU, per engine, against what the card's memory bandwidth allows.
+"""Generation throughput per engine, against what the card's memory bandwidth allows, on GRPO's policy.
 
-    python benchmarks/bench_generate_gpu.py [--model random:qwen3-1.7b] [--batch 8] [--tokens 1024] [--json OUT]
+    python benchmarks/bench_generate_gpu.py [--batches 8,64] [--tokens 512] \
+        [--json benchmarks/results/bench_generate_gpu_h200.json]
+    python benchmarks/bench_generate_gpu.py --cpu        # the same code on a CPU, tiny model (a check)
 
-GRPO's step is dominated by generating G completions of up to max_completion_length tokens.
-Decoding one token for the whole batch reads every weight once and each sequence's KV cache,
-so its floor is (weight bytes + KV bytes) / memory bandwidth; tokens/s can be at most
-batch / that floor. This script measures, in one run on the same model and prompts:
-  generate             transformers' `generate` (grpo.generation=transformers)
-  continuous_batching  transformers' paged engine, `generate_batch` (grpo.generation=continuous_batching)
-and prints each engine's tokens/s beside the bandwidth bound (measured with a device copy).
-vLLM (grpo.generation=vllm_server / vllm_colocate) is measured the same way where it is
-installed. The model is `random:` (salon.train.shapes) so no weights are needed; a random
-policy never stops early, so every sequence runs its full length.
+The policy is what GRPO samples from: `random:qwen3-1.7b` (salon.train.shapes: the real shape,
+random weights) in bf16 with a peft LoRA (r=16, alpha 32, all linear layers; B drawn small, not
+zero, so the adapter counts). In one run, on the same model and prompts, at each batch:
+  generate             peft model + `generate`, dynamic cache (grpo.generation=transformers)
+  continuous_batching  peft model + `generate_batch`, cast to bf16 as TRL casts it (grpo.generation=continuous_batching)
+  compiled             salon.train.generation: merged copy, static cache, compiled decode (grpo.generation=compiled)
+Each sequence runs `--tokens` new tokens (no EOS) after a 600-token prompt, sampling on (top-p
+0.95, top-k 20). `compiled` is timed on its second call (the first compiles); `generate` after a
+short warm-up. The bound is batch x bandwidth / (weight bytes + mean KV bytes) with the copy
+bandwidth measured here. The JSON holds, per batch, each engine's tokens/s and share of that bound;
+the printout adds seconds, peak memory per engine (the copy's cost is the compiled line's extra),
+compilations and how far the merged copy's log-probabilities are from the peft model's.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 import tempfile
@@ -24,89 +29,166 @@ import time
 from pathlib import Path
 
 PROMPT_TOKENS = 600  # the painting prompt (system + user) is about this long
+ENGINES = ("compiled", "generate", "continuous_batching")  # compiled first: it fails fastest if it fails
 
 
-def copy_bandwidth() -> float:
-    """Bytes/s the card moves in a device-to-device copy (read + write counted)."""
+def copy_bandwidth(device) -> float:
+    """Bytes/s the device moves in a copy (read + write counted)."""
     import torch
 
-    x = torch.empty(2**30, dtype=torch.uint8, device="cuda")
+    x = torch.empty(2**30 if device.type == "cuda" else 2**26, dtype=torch.uint8, device=device)
     y = torch.empty_like(x)
     for _ in range(3):
         y.copy_(x)
-    torch.cuda.synchronize()
+    sync(device)
     t0 = time.perf_counter()
     for _ in range(10):
         y.copy_(x)
-    torch.cuda.synchronize()
+    sync(device)
     return 2 * x.numel() * 10 / (time.perf_counter() - t0)
 
 
-def bound_tokens_per_s(model, batch: int, tokens: int, bandwidth: float) -> float:
+def sync(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def bound_tokens_per_s(cfg, weight_bytes: int, batch: int, prompt: int, tokens: int, bandwidth: float) -> float:
     """batch tokens per decode step; a step reads the weights and the mean KV cache once."""
-    cfg = model.config
-    weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
-    kv_per_token = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim * 2  # K and V, bf16
-    mean_kv = batch * (PROMPT_TOKENS + tokens / 2) * kv_per_token
-    return batch * bandwidth / (weight_bytes + mean_kv)
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    kv_per_token = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * head_dim * 2  # K and V, bf16
+    return batch * bandwidth / (weight_bytes + batch * (prompt + tokens / 2) * kv_per_token)
+
+
+def lora_policy(folder: str, device, dtype):
+    """The base model with GRPO's LoRA; B drawn small so the merged copy differs from the base."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, device_map=device.type).eval()
+    weight_bytes = sum(p.numel() * p.element_size() for p in base.parameters())
+    model = get_peft_model(base, LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM"))
+    gen = torch.Generator(device=device).manual_seed(0)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 1e-3, generator=gen)
+    return model, weight_bytes
+
+
+def measure(engine: str, model, decoder, prompts, gen, device) -> tuple[int, float, float | None]:
+    """(tokens produced, seconds of the timed call, seconds of the first call when it compiles)."""
+    import torch
+
+    from salon.train.recipe import trainable_dtypes_kept
+
+    first = None
+    with torch.no_grad():
+        if engine == "compiled":
+            t0 = time.perf_counter()
+            decoder.generate(prompts, gen)
+            sync(device)
+            first = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            produced = decoder.generate(prompts, gen).numel()
+        elif engine == "generate":
+            ids = torch.tensor(prompts, device=device)
+            model.generate(ids[:, :32], max_new_tokens=8, do_sample=True, pad_token_id=gen.pad_token_id)  # warm-up
+            sync(device)
+            t0 = time.perf_counter()
+            produced = model.generate(ids, attention_mask=torch.ones_like(ids), generation_config=gen)[:, ids.shape[1]:].numel()
+        elif engine == "continuous_batching":
+            if device.type == "cuda":
+                model.to(torch.bfloat16)  # as TRL casts the model before generate_batch
+            generate_batch = trainable_dtypes_kept(model.generate_batch, model)  # the LoRA weights back to fp32 after
+            t0 = time.perf_counter()
+            outs = generate_batch(inputs=prompts, generation_config=gen, progress_bar=False)
+            produced = sum(len(o.generated_tokens) for o in outs.values())
+        else:
+            raise ValueError(f"unknown engine {engine}")
+        sync(device)
+    return produced, time.perf_counter() - t0, first
 
 
 def main(argv: list[str] | None = None) -> int:
     import torch
-    from transformers import AutoModelForCausalLM, GenerationConfig
+    from transformers import GenerationConfig
+    from torch._dynamo.utils import counters
 
+    from salon.train.generation import GIB, MergedPolicy, StaticDecoder
     from salon.train.tiny import resolve_model
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="random:qwen3-1.7b")
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--tokens", type=int, default=1024)
-    ap.add_argument("--engines", default="generate,continuous_batching")
+    ap.add_argument("--batches", default="8,64")
+    ap.add_argument("--tokens", type=int, default=512)
+    ap.add_argument("--engines", default=",".join(ENGINES))
+    ap.add_argument("--cpu", action="store_true", help="a check of this script on a CPU: tiny model, compile off")
+    ap.add_argument("--fail-fast", action="store_true", help="stop at the first engine that fails")
     ap.add_argument("--json", default="")
     args = ap.parse_args(argv)
 
-    folder = resolve_model(args.model, Path(tempfile.gettempdir()) / f"salon-{args.model.replace(':', '-')}")
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.bfloat16, device_map="cuda").eval()
-    bandwidth = copy_bandwidth()
-    bound = bound_tokens_per_s(model, args.batch, args.tokens, bandwidth)
-    rng = torch.Generator().manual_seed(0)
-    prompts = torch.randint(10, 300, (args.batch, PROMPT_TOKENS), generator=rng)
+    device = torch.device("cpu" if args.cpu else "cuda")
+    model_spec, prompt_tokens = ("tiny:qwen3", 32) if args.cpu else (args.model, PROMPT_TOKENS)
+    folder = resolve_model(model_spec, Path(tempfile.gettempdir()) / f"salon-{model_spec.replace(':', '-')}")
+    model, weight_bytes = lora_policy(folder, device, torch.float32 if args.cpu else torch.bfloat16)
+    bandwidth = copy_bandwidth(device)
+    name = torch.cuda.get_device_name() if device.type == "cuda" else "CPU"
+    print(f"{name}: copy bandwidth {bandwidth / 1e12:.2f} TB/s; {model_spec} + LoRA r=16, prompt {prompt_tokens}, "
+          f"{args.tokens} new tokens", flush=True)
+
+    policy = MergedPolicy(model) if "compiled" in args.engines else None
+    decoder = StaticDecoder(policy.model, compile=device.type == "cuda") if policy else None
+    if policy:
+        probe = torch.randint(10, 300, (2, prompt_tokens), device=device)
+        with torch.no_grad():
+            lp = [torch.log_softmax(m(probe).logits.float(), -1) for m in (model, policy.model)]
+        sync(device)
+        t0 = time.perf_counter()
+        policy.refresh()
+        sync(device)
+        print(f"  merged copy: {policy.nbytes / GIB:.2f} GiB, refreshed in {time.perf_counter() - t0:.3f} s; max "
+              f"|log-prob difference| to the peft model over {probe.numel()} positions: "
+              f"{(lp[0] - lp[1]).abs().max().item():.2e}", flush=True)
+        del lp
     gen = GenerationConfig(max_new_tokens=args.tokens, min_new_tokens=args.tokens, do_sample=True, top_p=0.95,
-                           top_k=20, temperature=1.0, eos_token_id=None, pad_token_id=model.config.pad_token_id)
-    report = {"device": torch.cuda.get_device_name(), "model": args.model, "batch": args.batch,
-              "new_tokens": args.tokens, "prompt_tokens": PROMPT_TOKENS, "copy_bandwidth_gb_s": round(bandwidth / 1e9),
-              "bandwidth_bound_tokens_per_s": round(bound), "engines": {}}
-    print(f"{report['device']}: copy bandwidth {bandwidth / 1e12:.2f} TB/s; bound for batch {args.batch}: "
-          f"{bound:,.0f} tokens/s", flush=True)
-    for engine in args.engines.split(","):
-        try:
-            with torch.no_grad():
-                if engine == "generate":
-                    model.generate(prompts[:, :32].cuda(), max_new_tokens=8, do_sample=True)  # warm-up
-                    torch.cuda.synchronize()
-                    t0 = time.perf_counter()
-                    out = model.generate(prompts.cuda(), generation_config=gen)
-                    torch.cuda.synchronize()
-                    produced = (out.shape[1] - PROMPT_TOKENS) * args.batch
-                elif engine == "continuous_batching":
-                    t0 = time.perf_counter()
-                    outs = model.generate_batch(inputs=prompts.tolist(), generation_config=gen)
-                    torch.cuda.synchronize()
-                    produced = sum(len(o.generated_tokens) for o in outs.values())
-                else:
-                    raise ValueError(f"unknown engine {engine}")
-            seconds = time.perf_counter() - t0
-        except Exception as e:
-            report["engines"][engine] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
-            print(f"  {engine:22s} failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
-            continue
-        rate = produced / seconds
-        report["engines"][engine] = {"seconds": round(seconds, 2), "tokens": produced,
-                                     "tokens_per_s": round(rate, 1), "share_of_bound": round(rate / bound, 4)}
-        print(f"  {engine:22s} {produced:7d} tokens in {seconds:7.2f} s = {rate:9.1f} tokens/s "
-              f"({rate / bound:.1%} of the bound)", flush=True)
+                           top_k=20, temperature=1.0, eos_token_id=None, pad_token_id=model.config.pad_token_id,
+                           disable_compile=True)  # TRL's own setting; the compiled engine turns compile on
+    report = {"device": name, "runs": []}
+    for batch in [int(b) for b in args.batches.split(",")]:
+        bound = bound_tokens_per_s(model.config, weight_bytes, batch, prompt_tokens, args.tokens, bandwidth)
+        prompts = torch.randint(10, 300, (batch, prompt_tokens), generator=torch.Generator().manual_seed(batch)).tolist()
+        run = {"batch": batch, "new_tokens": args.tokens, "bound_tokens_per_s": round(bound), "engines": {}}
+        print(f" batch {batch}: bound {bound:,.0f} tokens/s", flush=True)
+        for engine in args.engines.split(","):
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+                torch.cuda.reset_peak_memory_stats()
+            graphs = counters["stats"]["unique_graphs"]
+            try:
+                produced, seconds, first = measure(engine, model, decoder, prompts, copy.deepcopy(gen), device)
+            except Exception as e:  # one engine failing leaves the others measured
+                print(f"  {engine:20s} failed: {type(e).__name__}: {str(e)[:400]}", flush=True)
+                if args.fail_fast:
+                    raise
+                continue
+            rate = produced / seconds
+            run["engines"][engine] = {"tokens_per_s": round(rate, 1), "share_of_bound": round(rate / bound, 4)}
+            peak = torch.cuda.max_memory_allocated() / GIB if device.type == "cuda" else float("nan")
+            extra = (f"; first call {first:.1f} s, {counters['stats']['unique_graphs'] - graphs} graph(s) compiled"
+                     if first is not None else "")
+            print(f"  {engine:20s} {produced:7d} tokens in {seconds:6.2f} s = {rate:8.1f} tokens/s "
+                  f"({rate / bound:.1%} of the bound), peak {peak:.1f} GiB{extra}", flush=True)
+        rates = run["engines"]
+        if "compiled" in rates and "generate" in rates:
+            print(f"  compiled / generate: {rates['compiled']['tokens_per_s'] / rates['generate']['tokens_per_s']:.1f}x",
+                  flush=True)
+        report["runs"].append(run)
     if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=1))
+        Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
     return 0
 
 

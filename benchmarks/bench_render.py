@@ -45,7 +45,8 @@ import time
 from pathlib import Path
 
 from proctree import CpuMeter
-from salon.curate.render import Renderer, RenderConfig, find_chromium, find_node_modules
+from salon.curate.page_assets import find_node_modules
+from salon.curate.render import Renderer, RenderConfig, find_chromium
 from salon.pool.errors import SetupError
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "curate" / "examples"

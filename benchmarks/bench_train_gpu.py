@@ -1,26 +1,36 @@
-"""`salon train` end to end on a GPU node, timed by part: generation, rendering, judging, the rest.
+"""`salon train` end to end on a GPU node, one engine after another, timed by part.
 
-    python benchmarks/bench_train_gpu.py [--steps 5] [--tokens 1024] [--generation transformers] \
-        [--out DIR] [--json FILE]
+    python benchmarks/bench_train_gpu.py --json benchmarks/results/bench_train_gpu_h200.json
+    python benchmarks/bench_train_gpu.py --prompts-per-step 8 --json benchmarks/results/bench_train_gpu_64_h200.json
+    python benchmarks/bench_train_gpu.py --engines compiled --add --json FILE  # one engine per call, into FILE
+    python benchmarks/bench_train_gpu.py --cpu --tokens 32 --steps 3       # the same code on a CPU, tiny models
 
-What runs is the real recipe (salon.train.recipe.train): TRL's GRPOTrainer, a peft LoRA on all
-linear layers, bf16 with gradient checkpointing, the reward adapter with its render worker
-processes, the pairwise judge in the same process on the same GPU, the rollout archive, every
-checkpoint and the live audit, from train/configs/lora_1gpu.yaml with these changes:
+What runs is the real recipe (salon.train.recipe.train) from train/configs/lora_1gpu.yaml: TRL's
+GRPOTrainer, a peft LoRA on all linear layers, bf16 with gradient checkpointing, the reward adapter
+with its render worker processes, the pairwise judge against k=4 references in the same process on
+the same GPU, the rollout archive, with these changes:
 
   policy.model  random:qwen3-1.7b      judge.model  random:qwen2.5-vl-7b   (salon.train.shapes:
                 the real shapes with random weights, since the node has no Hub)
-  smoke.examples 1.0                    every rollout's code is a bundled example sketch (the
-                salon.train.smoke planner), because a random policy writes no sketch and would
-                leave nothing to render or judge. Generation still runs on the policy's real
-                tokens; the archive's `substituted_example` column and this script's JSON record it.
+  smoke.examples 1.0                    every rollout's code is a bundled example sketch, because a
+                random policy writes no sketch; generation still runs on the policy's own tokens, and
+                a random policy never stops, so every completion runs max_completion_length tokens
   judge.references                     six example sketches rendered here at 600x600 (love/okay)
+  --prompts-per-step P                  P prompts x 8 completions generated at once per optimiser
+                step (per_device_train_batch_size 8, gradient_accumulation_steps P)
 
-It runs --steps steps, resumes from the last checkpoint for one more step, and loads the
-rollout archive with `datasets`. Per step it reports TRL's generation time (timed around the
-trainer's `_generate`), the reward call with its render wait and judging (the adapter's own
-`salon/time/*` metrics), and the whole step; the JSON also names the device, the engine and
-the substitution.
+Each engine (`--engines`, grpo.generation names) runs `--steps` steps in its own process, so peak
+memory and compile state are its own. Per engine, the JSON holds steady-state means (the first
+step, which loads and compiles, left out) of:
+  step_s          one optimiser step, first micro-step to after the optimizer's update
+  generation_s    TRL's `_generate` (tokenize, generate, decode)
+  tokens_per_s    completion tokens generated / generation_s
+  render_wait_s   the reward's wait for paintings (salon/time/render_wait_s; rendering starts at
+                  generation time, so most of it overlaps TRL's log-prob passes)
+  judge_s         judging (salon/time/judge_s)
+  optimisation_s  step_s minus TRL's whole rollout (`_generate_and_score_completions`: generation,
+                  reward, log-prob passes): the loss's forward and backward and the update
+  peak_memory_gib torch.cuda.max_memory_allocated over the engine's run (0 on a CPU)
 """
 
 from __future__ import annotations
@@ -29,7 +39,9 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,6 +49,8 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "curate" / "examples"
 REFERENCE_SKETCHES = {"love": ["hibiscus_03_layered", "koi_02_swirl", "jellyfish_02_drifting"],
                       "okay": ["mountain_02_collapse", "still_02_teacup", "hibiscus_01_sketch"]}
+KEYS = ("step_s", "generation_s", "tokens_per_s", "render_wait_s", "judge_s", "optimisation_s", "peak_memory_gib")
+NUM_GENERATIONS = 8
 
 
 def render_references(folder: Path, gpu: str) -> Path:
@@ -54,117 +68,143 @@ def render_references(folder: Path, gpu: str) -> Path:
 
 
 class Timings:
-    """Wall time of each training step and of each `_generate` call, keyed by the step it served."""
+    """Per optimiser step: its wall time, TRL's `_generate` (seconds, completion tokens) and its rollout."""
 
     def __init__(self):
-        self.generate: dict[int, float] = {}
-        self.steps: dict[int, float] = {}
+        self.step: dict[int, float] = {}
+        self.generation: dict[int, float] = {}
+        self.tokens: dict[int, int] = {}
+        self.rollout: dict[int, float] = {}
 
-    def install(self):
+    def install(self) -> None:
+        from transformers.trainer_callback import CallbackHandler
         from trl import GRPOTrainer
 
-        real_generate, real_step = GRPOTrainer._generate, GRPOTrainer.training_step
-        timings = self
+        timings, begun = self, {}
+        real_begin, real_end = CallbackHandler.on_step_begin, CallbackHandler.on_step_end
+        real_generate, real_rollout = GRPOTrainer._generate, GRPOTrainer._generate_and_score_completions
 
-        def timed_generate(trainer, *a, **kw):
-            t0 = time.perf_counter()
-            try:
-                return real_generate(trainer, *a, **kw)
-            finally:
+        def on_step_begin(handler, args, state, control):
+            begun[state.global_step] = time.perf_counter()
+            return real_begin(handler, args, state, control)
+
+        def on_step_end(handler, args, state, control):
+            timings.step[state.global_step - 1] = time.perf_counter() - begun[state.global_step - 1]
+            return real_end(handler, args, state, control)
+
+        def timed(real, seconds, count_tokens=False):
+            def wrapped(trainer, *a, **kw):
+                t0 = time.perf_counter()
+                out = real(trainer, *a, **kw)
                 step = trainer.state.global_step
-                timings.generate[step] = timings.generate.get(step, 0.0) + time.perf_counter() - t0
+                seconds[step] = seconds.get(step, 0.0) + time.perf_counter() - t0
+                if count_tokens:  # out[1]: the completion ids
+                    timings.tokens[step] = timings.tokens.get(step, 0) + sum(len(c) for c in out[1])
+                return out
+            return wrapped
 
-        def timed_step(trainer, *a, **kw):
-            t0 = time.perf_counter()
-            try:
-                return real_step(trainer, *a, **kw)
-            finally:
-                timings.steps[trainer.state.global_step] = time.perf_counter() - t0
-
-        GRPOTrainer._generate, GRPOTrainer.training_step = timed_generate, timed_step
+        CallbackHandler.on_step_begin, CallbackHandler.on_step_end = on_step_begin, on_step_end
+        GRPOTrainer._generate = timed(real_generate, self.generation, count_tokens=True)
+        GRPOTrainer._generate_and_score_completions = timed(real_rollout, self.rollout)
 
 
-def step_rows(summary: dict, timings: Timings) -> list[dict]:
-    logs = {int(h["step"]): h for h in summary["log_history"] if "step" in h and "salon/time/reward_s" in h}
-    rows = []
-    for step, wall in sorted(timings.steps.items()):
+def run_engine(args, engine: str, refs: Path) -> dict:
+    """One engine's run in this process: {"steps": [per-step rows], "peak_memory_gib": x}."""
+    import torch
+
+    from salon.train.config import load_config
+    from salon.train.recipe import train
+
+    overrides = [f"output_dir={Path(args.out) / engine}", f"policy.model={args.policy}", f"judge.model={args.judge}",
+                 f"judge.references={refs}", "smoke.examples=1.0", f"grpo.max_steps={args.steps}",
+                 f"grpo.save_steps={args.steps}", "grpo.warmup_steps=0", "grpo.report_to=[]", "grpo.logging_steps=1",
+                 f"grpo.max_completion_length={args.tokens}", f"grpo.generation={engine}",
+                 f"grpo.num_generations={NUM_GENERATIONS}", f"grpo.per_device_train_batch_size={NUM_GENERATIONS}",
+                 f"grpo.gradient_accumulation_steps={args.prompts_per_step}",
+                 f"render.workers={args.workers}", f"render.browsers={args.browsers}", f"render.gpu={args.gpu_render}",
+                 "data.repeat=64", "audit.grid_every=0"]
+    if args.cpu:
+        overrides += ["grpo.use_cpu=true", "grpo.bf16=false", "grpo.gradient_checkpointing=false", "lora.r=4",
+                      "lora.alpha=8"]
+    timings = Timings()
+    timings.install()
+    summary = train(load_config(REPO / "train/configs/lora_1gpu.yaml", overrides))
+    logs = {int(h["step"]): h for h in summary["log_history"] if "salon/time/reward_s" in h}
+    steps = []
+    for step in sorted(timings.step):
         h = logs.get(step + 1, {})
-        gen = timings.generate.get(step, 0.0)
-        rows.append({"step": step + 1, "step_s": round(wall, 2), "generate_s": round(gen, 2),
-                     "reward_s": round(h.get("salon/time/reward_s", float("nan")), 2),
-                     "render_wait_s": round(h.get("salon/time/render_wait_s", float("nan")), 2),
-                     "judge_s": round(h.get("salon/time/judge_s", float("nan")), 2)})
-    return rows
+        generation = timings.generation.get(step, float("nan"))
+        steps.append({"step": step + 1, "step_s": timings.step[step], "generation_s": generation,
+                      "tokens_per_s": timings.tokens.get(step, 0) / generation,
+                      "render_wait_s": h.get("salon/time/render_wait_s", float("nan")),
+                      "judge_s": h.get("salon/time/judge_s", float("nan")),
+                      "optimisation_s": timings.step[step] - timings.rollout.get(step, float("nan"))})
+    memory = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else 0.0
+    return {"steps": steps, "peak_memory_gib": memory}
+
+
+def steady_mean(part: dict) -> dict:
+    steady = part["steps"][1:] or part["steps"]
+    means = {k: statistics.mean(s[k] for s in steady) for k in KEYS if k != "peak_memory_gib"}
+    return {k: round(means[k] if k in means else part["peak_memory_gib"], 2 if k != "tokens_per_s" else 1)
+            for k in KEYS}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=5)
-    ap.add_argument("--tokens", type=int, default=1024, help="max_completion_length")
-    ap.add_argument("--generation", default="transformers", help="grpo.generation engine")
+    ap.add_argument("--engines", default="transformers,compiled", help="grpo.generation engines, in order")
+    ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--tokens", type=int, default=2048, help="max_completion_length")
+    ap.add_argument("--prompts-per-step", type=int, default=1, help="prompts x 8 completions per optimiser step")
     ap.add_argument("--gpu-render", default="auto", help="render.gpu")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--browsers", type=int, default=4)
     ap.add_argument("--policy", default="random:qwen3-1.7b")
     ap.add_argument("--judge", default="random:qwen2.5-vl-7b")
-    ap.add_argument("--cpu", action="store_true", help="a dry run of this script on a CPU (use tiny models)")
-    ap.add_argument("--out", default="/tmp/salon-bench-train")
+    ap.add_argument("--cpu", action="store_true", help="a check of this script on a CPU: tiny models")
+    ap.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "salon-bench-train"))
     ap.add_argument("--json", default="")
+    ap.add_argument("--add", action="store_true", help="keep the other engines already in --json (same shape): "
+                    "one engine per call where a call's time is limited")
+    ap.add_argument("--one", default="", help=argparse.SUPPRESS)  # internal: run one engine, write --part
+    ap.add_argument("--part", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.cpu and args.policy.startswith("random:"):
+        args.policy, args.judge, args.gpu_render, args.workers, args.browsers = "tiny:qwen3", "tiny:qwen2_5_vl", "off", 1, 1
+
+    refs = Path(args.out) / "refs"
+    if args.one:
+        Path(args.part).write_text(json.dumps(run_engine(args, args.one, refs)))
+        return 0
 
     import torch
+    import trl
 
-    from salon.train.archive import load_rollouts_dataset
-    from salon.train.config import load_config
-    from salon.train.recipe import train
-
-    out = Path(args.out)
-    refs = render_references(out / "refs", args.gpu_render)
-    overrides = [f"output_dir={out / 'run'}", f"policy.model={args.policy}", f"judge.model={args.judge}",
-                 f"judge.references={refs}", "smoke.examples=1.0", f"grpo.max_steps={args.steps}",
-                 "grpo.save_steps=1", "grpo.warmup_steps=0", "grpo.report_to=[]",
-                 f"grpo.max_completion_length={args.tokens}", f"grpo.generation={args.generation}",
-                 f"render.workers={args.workers}", f"render.browsers={args.browsers}", f"render.gpu={args.gpu_render}",
-                 "data.repeat=16", "audit.grid_every=1"] + (["grpo.use_cpu=true", "grpo.bf16=false"] if args.cpu else [])
-    timings = Timings()
-    timings.install()
-    t0 = time.perf_counter()
-    first = train(load_config(REPO / "train/configs/lora_1gpu.yaml", overrides))
-    first_s = time.perf_counter() - t0
-    rows = step_rows(first, timings)
-    memory_gib = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else 0.0
-    timings.steps.clear()
-    timings.generate.clear()
-    t1 = time.perf_counter()
-    resumed = train(load_config(REPO / "train/configs/lora_1gpu.yaml",
-                                overrides + ["resume=latest", f"grpo.max_steps={args.steps + 1}"]))
-    resumed_s = time.perf_counter() - t1
-    rows += step_rows(resumed, timings)
-    archive = load_rollouts_dataset(out / "run")
-    steady = rows[1:args.steps] or rows
-    mean = {k: round(statistics.mean(r[k] for r in steady), 2) for k in ("step_s", "generate_s", "reward_s",
-                                                                          "render_wait_s", "judge_s")}
-    report = {
-        "device": (f"{torch.cuda.device_count()}x {torch.cuda.get_device_name()}" if torch.cuda.is_available()
-                   else "CPU") + f", {os.cpu_count()} cores",
-        "policy": f"{args.policy} (LoRA r=16 all-linear, bf16, gradient checkpointing)",
-        "judge": f"{args.judge} (same process, same GPU, bf16)", "generation": args.generation,
-        "num_generations": 8, "max_completion_length": args.tokens, "render_gpu": args.gpu_render,
-        "substitution": "every rollout's code replaced by a bundled example sketch (smoke.examples=1.0); "
-                        "generation timed on the policy's own tokens",
-        "steps": rows, "steady_state_mean": mean,
-        "render_wait_share_of_step": round(mean["render_wait_s"] / mean["step_s"], 3),
-        "first_run_s": round(first_s, 1), "resumed_run_s": round(resumed_s, 1),
-        "global_step_after_resume": resumed["global_step"], "checkpoints": resumed["checkpoints"],
-        "peak_gpu_memory_gib": round(memory_gib, 1),
-        "archive_rows": len(archive), "archive_steps": sorted(set(archive["step"])),
-        "archive_substituted_rows": sum(1 for x in archive["substituted_example"] if x),
-        "archive_reward_none": sum(1 for x in archive["reward"] if x is None),
-    }
+    render_references(refs, args.gpu_render)
+    engines = {}
+    for engine in args.engines.split(","):
+        part = Path(args.out) / f"{engine}.json"
+        cmd = [sys.executable, __file__, *(argv if argv is not None else sys.argv[1:]), "--one", engine,
+               "--part", str(part), "--out", args.out]
+        t0 = time.perf_counter()
+        if subprocess.run(cmd).returncode != 0:
+            print(f"{engine}: the run failed (its output is above)", flush=True)
+            continue
+        engines[engine] = steady_mean(json.loads(part.read_text()))
+        print(f"{engine}: {engines[engine]} ({time.perf_counter() - t0:.0f} s in all)", flush=True)
+    device = (f"{torch.cuda.device_count()}x {torch.cuda.get_device_name()}" if torch.cuda.is_available() and not args.cpu
+              else "CPU") + f", {os.cpu_count()} cores"
+    report = {"device": device, "trl": trl.__version__, "num_generations": NUM_GENERATIONS,
+              "max_completion_length": args.tokens, "engines": engines}
+    if args.add and args.json and Path(args.json).is_file():
+        earlier = json.loads(Path(args.json).read_text())
+        if {k: v for k, v in earlier.items() if k != "engines"} != {k: v for k, v in report.items() if k != "engines"}:
+            raise SystemExit(f"--add: {args.json} was measured elsewhere or in another shape; write a new file")
+        report["engines"] = {**earlier["engines"], **engines}
     print(json.dumps(report, indent=1))
     if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=1))
-    return 0
+        Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
+    return 0 if len(engines) == len(args.engines.split(",")) else 1
 
 
 if __name__ == "__main__":

@@ -7,22 +7,23 @@
         result = await renderer.render(code, seed=0)
     results = render_sketches([code_a, code_b], seeds=0)          # sync helper
 
-Design: a few long-lived browsers (SwiftShader serialises inside
-one browser's GPU process, so parallelism comes from browsers, not pages; one render already
-keeps about 1.8 cores busy, so the default is one browser per two cores); every sketch gets
-a fresh browser context and page (separate renderer process, storage and network routing);
-pages are pre-warmed (p5 and p5.brush already parsed) while other sketches render, so a
-sketch's time is its own; every request except the in-memory libraries is refused and
-reported; completion is an event from a p5 lifecycle hook, not polling; the canvas is
-captured with `toDataURL` inside that hook. A sketch never raises: bad code gets violation
-codes (gate.py), a dead browser gets `render_unavailable` and is replaced.
+Design: a few long-lived browsers (SwiftShader serialises inside one browser's GPU process,
+so parallelism comes from browsers, not pages; one render already keeps about 1.8 cores busy,
+so the default is one browser per two cores), each in a network namespace of its own
+(isolation.py); every sketch gets a fresh browser context and page (separate renderer
+process, storage and network routing) served with a Content Security Policy that holds in
+every realm (page_assets.py); pages are pre-warmed (p5 and p5.brush already parsed) while
+other sketches render, so a sketch's time is its own; every request except the page's own
+files, each served once, is refused and reported; completion is an event from a p5 lifecycle
+hook, not polling; the canvas is captured with `toDataURL` inside that hook. A sketch never
+raises: bad code gets violation codes (gate.py), a dead browser gets `render_unavailable` and
+is replaced.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import os
 import shutil
 import time
@@ -30,14 +31,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from salon.curate import gate
+from salon.curate.page_assets import JS_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, SKETCH_PATH, page_assets
 from salon.curate.isolation import BROWSER_NETWORK_ARGS, ISOLATION_MODES, Isolation, resolve_isolation
 from salon.curate.render_gpu import GPU_MODES, GLPath, choose_gl_path, driver_env
 from salon.pool.errors import ConfigError, SetupError
 from salon.pool.paint import paint_fraction
 
-PAGE_ORIGIN = "http://salon.sandbox"
-_PAGE_DIR = Path(__file__).parent / "page"
-_JS = "text/javascript; charset=utf-8"
+# The GPU path's arrangement, measured by bench_render.py --gpu --scaling 4,8,16 --pages 1,4 on
+# an H200 host with 16 cores: 8 browsers of one page each were fastest for light and heavy
+# sketches (4x4 and 8x4 slower). The path kept 14-16 of the 16 cores busy (JavaScript), so more
+# pages only queue on the CPUs.
+GPU_BROWSERS, GPU_PAGES = 8, 1
 
 
 @dataclass
@@ -109,17 +113,6 @@ class RenderResult:
 # --- assets -------------------------------------------------------------------------------
 
 
-def find_node_modules(explicit: str = "") -> Path:
-    candidates = [explicit, os.environ.get("SALON_NODE_MODULES", ""), "node_modules",
-                  str(Path(__file__).resolve().parent.parent / "node_modules")]
-    for c in filter(None, candidates):
-        p = Path(c)
-        if (p / "p5/lib/p5.min.js").is_file() and (p / "p5.brush/dist/p5.brush.js").is_file():
-            return p
-    raise SetupError("p5 and p5.brush are not installed: run `npm ci` in the salon checkout "
-                     "(or point SALON_NODE_MODULES at a node_modules folder that has them)")
-
-
 def find_chromium(explicit: str = "") -> str | None:
     """A Chromium binary, or None to let Playwright use a browser it manages itself."""
     for c in (explicit, os.environ.get("SALON_CHROMIUM", "")):
@@ -132,57 +125,6 @@ def find_chromium(explicit: str = "") -> str | None:
             return path
     return None
 
-
-def _page_assets(config: RenderConfig) -> dict[str, tuple[bytes, str]]:
-    nm = find_node_modules(config.node_modules)
-    guard = (_PAGE_DIR / "guard.js").read_text()
-    guard = guard.replace("__SALON_SIZE__", str(int(config.size)))
-    guard = guard.replace("__SALON_GPU_BUDGET__", str(int(config.gpu_memory_mb) * 2**20))
-    start = (_PAGE_DIR / "start.js").read_text()
-    start = start.replace("__SALON_BARE__", json.dumps(list(gate.BARE_PRIMITIVES)))
-    start = start.replace("__SALON_TEXT__", json.dumps([c for c in gate.TEXT_CALLS if c not in gate.GLYPH_CALLS]))
-    start = start.replace("__SALON_GLYPHS__", json.dumps(list(gate.GLYPH_CALLS)))
-    start = start.replace("__SALON_SHADERS__", json.dumps(list(gate.SHADER_CALLS)))
-    start = start.replace("__SALON_DOM__", json.dumps(list(_P5_DOM)))
-    html = (
-        '<!doctype html><html><head><meta charset="utf-8"><style>html,body{margin:0;'
-        "background:#fff;overflow:hidden}</style></head><body>"
-        '<script src="/salon-guard.js"></script><script src="/p5.min.js"></script>'
-        '<script src="/p5.brush.js"></script><script src="/salon-start.js"></script></body></html>'
-    )
-    return {
-        "/": (html.encode(), "text/html; charset=utf-8"),
-        "/salon-guard.js": (guard.encode(), _JS),
-        "/p5.min.js": ((nm / "p5/lib/p5.min.js").read_bytes(), _JS),
-        "/p5.brush.js": ((nm / "p5.brush/dist/p5.brush.js").read_bytes(), _JS),
-        "/salon-start.js": (start.encode(), _JS),
-    }
-
-
-# The page's Content Security Policy: enforced by the browser in the page and in every realm
-# it could create (an about:blank frame inherits it), whatever API the sketch reaches for. Scripts
-# only from the page's own origin (each served once, the sketch included: no inline code, no
-# eval, Function or string timers, no data:/blob: imports); no connection, worker, frame, plugin,
-# image, font or media of any kind; and Trusted Types, so no string becomes HTML or script.
-PAGE_CSP = "; ".join([
-    "default-src 'none'", "script-src 'self'", "style-src 'unsafe-inline'", "img-src 'none'",
-    "connect-src 'none'", "worker-src 'none'", "frame-src 'none'", "child-src 'none'", "object-src 'none'",
-    "font-src 'none'", "media-src 'none'", "manifest-src 'none'", "form-action 'none'", "base-uri 'none'",
-    "require-trusted-types-for 'script'", "trusted-types salon",
-])
-SKETCH_PATH = "/salon-sketch.js"
-
-
-# The GPU path's arrangement, measured by bench_render.py --gpu --scaling 4,8,16 --pages 1,4 on
-# an H200 host with 16 cores: 8 browsers of one page each were fastest for light and heavy
-# sketches (4x4 and 8x4 slower). p5.brush's JavaScript keeps every core busy on that path, so
-# more pages only queue on the CPUs.
-GPU_BROWSERS, GPU_PAGES = 8, 1
-
-_P5_DOM = ("createDiv createP createSpan createImg createA createSlider createButton createCheckbox "
-           "createSelect createRadio createColorPicker createInput createFileInput createVideo "
-           "createAudio createCapture createElement select selectAll removeElements saveCanvas "
-           "save saveGif saveFrames").split()
 
 # Every browser gets these; the GL path (render_gpu.py) adds its own: `--disable-gpu` for SwiftShader.
 BASE_CHROMIUM_ARGS = [
@@ -263,7 +205,7 @@ class _Browser:
             if path not in served and (path in assets or (path == SKETCH_PATH and sp.sketch is not None)):
                 served.add(path)
                 if path == SKETCH_PATH:
-                    body, ctype = sp.sketch.encode("utf-8", "replace"), _JS
+                    body, ctype = sp.sketch.encode("utf-8", "replace"), JS_CONTENT_TYPE
                 else:
                     body, ctype = assets[path]
                 headers = {"Content-Security-Policy": PAGE_CSP} if path == "/" else {}
@@ -330,7 +272,7 @@ class Renderer:
 
     def __init__(self, config: RenderConfig | None = None):
         self.config = config or RenderConfig()
-        self._assets = _page_assets(self.config)
+        self._assets = page_assets(self.config)
         self._chromium = find_chromium(self.config.chromium)
         self._browsers: list[_Browser] = []
         self._capacity: asyncio.Semaphore | None = None

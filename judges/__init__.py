@@ -7,8 +7,9 @@
     draw = draw_references(refs, k=4, mix={"love": 0.5, "okay": 0.5}, seed=group_seed(run, step, prompt))
     scored = judge_group(judge, images, draw)        # scored.scores: one float or None per image
 
-Modules: verdict (Reference, Verdict, protocols), prompt, vlm_transformers, vlm_shared (prefix
-sharing), vlm_openai, registry, references, winrate, image_judges, adversarial, validate.
+Modules: verdict (Reference, Verdict, Rating, protocols), prompt, vlm_transformers, vlm_shared
+(prefix sharing), vlm_openai, registry, references, winrate, image_judges, adversarial, validate;
+hpsv3 (the HPSv3 reward model: hpsv3_prompt, hpsv3_model, hpsv3_remote), validate_scorer.
 Importing this package does not import torch.
 """
 

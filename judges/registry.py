@@ -3,6 +3,7 @@
     judge = load_judge("transformers", model="path/to/Qwen2.5-VL-7B-Instruct")
     judge = load_judge("openai", base_url="http://127.0.0.1:8000/v1")
     judge = load_judge("composition")                         # an image judge
+    judge = load_judge("hpsv3", model="ckpt")                 # a reward model (or model="http://host:8000")
     judge = load_judge("my_pkg.judges:MyJudge", threshold=3)  # anything importable
 
 Keyword arguments go to the class (pairwise backends take their config's fields). `judge_for`
@@ -23,6 +24,7 @@ JUDGES = {
     "colourfulness": "salon.judges.image_judges:ColourfulnessJudge",
     "composition": "salon.judges.image_judges:CompositionJudge",
     "diversity": "salon.judges.image_judges:DiversityJudge",
+    "hpsv3": "salon.judges.hpsv3:load_hpsv3",
 }
 
 

@@ -1,4 +1,4 @@
-"""The judge interfaces: `Reference`, `Verdict`, the `Judge` and `ImageJudge` protocols.
+"""The judge interfaces: `Reference`, `Verdict`, `Rating`, the `Judge`, `ImageJudge` and `RatingJudge` protocols.
 
 A pairwise judge compares each candidate with each reference in both presentation orders:
 
@@ -103,6 +103,35 @@ class ImageJudge(Protocol):
     name: str
 
     def score(self, images: Sequence[Image.Image]) -> list[float | None]:
+        ...
+
+
+@dataclass(frozen=True)
+class Rating:
+    """An absolute reward model's answer for one image: `score` in 0..1, or None with a `reason`
+    when it could not answer (timeout, service down, a failed forward), never 0. `mu` and
+    `log_sigma` are the model's own numbers (HPSv3: the Bradley-Terry mean and its log std)."""
+
+    score: float | None
+    mu: float | None = None
+    log_sigma: float | None = None
+    reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.score is not None
+
+
+@runtime_checkable
+class RatingJudge(Protocol):
+    """An image judge that is a reward model: `score` gives the 0..1 scores, `rate` the Ratings."""
+
+    name: str
+
+    def score(self, images: Sequence[Image.Image]) -> list[float | None]:
+        ...
+
+    def rate(self, images: Sequence[Image.Image], prompts: Sequence[str] | None = None) -> list[Rating]:
         ...
 
 

@@ -13,7 +13,8 @@ foreign keys on, ``busy_timeout`` so concurrent writers queue instead of failing
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from salon.pool.errors import PoolError
@@ -109,8 +110,9 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection, Path], None]] = [
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def connect(db_path: Path, busy_timeout_s: float) -> sqlite3.Connection:
-    """Open (creating if needed) and migrate the pool database; errors say what to do."""
+def connect(db_path: Path, busy_timeout_s: float, migrations: list | None = None) -> sqlite3.Connection:
+    """Open (creating if needed) and migrate the pool database (or another salon database with its
+    own `migrations`, e.g. a run's reviews: salon.train.reviews); errors say what to do."""
     try:
         conn = sqlite3.connect(db_path, timeout=busy_timeout_s, isolation_level=None,
                                check_same_thread=False)
@@ -120,25 +122,26 @@ def connect(db_path: Path, busy_timeout_s: float) -> sqlite3.Connection:
             raise PoolError(f"{db_path}: SQLite refused WAL mode ({mode}); put the pool on a local disk")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
-        migrate(conn, db_path)
+        migrate(conn, db_path, MIGRATIONS if migrations is None else migrations)
     except sqlite3.DatabaseError as e:
         raise translate(e, db_path) from e
     conn.row_factory = sqlite3.Row
     return conn
 
 
-def migrate(conn: sqlite3.Connection, db_path: Path) -> None:
+def migrate(conn: sqlite3.Connection, db_path: Path, migrations: list = MIGRATIONS) -> None:
+    latest = len(migrations)
     version = conn.execute("PRAGMA user_version").fetchone()[0]
-    if version > SCHEMA_VERSION:
+    if version > latest:
         raise PoolError(f"{db_path} has schema version {version}, newer than this salon "
-                        f"understands ({SCHEMA_VERSION}): upgrade salon")
-    while version < SCHEMA_VERSION:
+                        f"understands ({latest}): upgrade salon")
+    while version < latest:
         conn.execute("BEGIN IMMEDIATE")
         try:
             # Another process may have migrated while we waited for the write lock.
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version < SCHEMA_VERSION:
-                step = MIGRATIONS[version]
+            if version < latest:
+                step = migrations[version]
                 if callable(step):
                     step(conn, db_path.parent)
                 else:
@@ -150,6 +153,26 @@ def migrate(conn: sqlite3.Connection, db_path: Path) -> None:
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
+            raise
+
+
+@contextmanager
+def write_transaction(conn: sqlite3.Connection, lock, db_path: Path) -> Iterator[sqlite3.Connection]:
+    """BEGIN IMMEDIATE ... COMMIT under `lock` (one connection, many threads), rolled back on any
+    error; SQLite errors become PoolErrors that say what to do."""
+    with lock:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as e:
+            raise translate(e, db_path) from e
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException as e:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if isinstance(e, sqlite3.Error):
+                raise translate(e, db_path) from e
             raise
 
 

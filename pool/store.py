@@ -56,7 +56,7 @@ from salon.pool.consensus import consensus
 from salon.pool.duplicates import HashIndex, dup_distance, recompute
 from salon.pool.errors import PoolError
 from salon.pool.models import Candidate, Label, PairChoice, Release, check_tier
-from salon.pool.schema import connect, translate
+from salon.pool.schema import connect, translate, write_transaction
 from salon.pool.snapshot import Snapshot
 
 DEFAULT_POOL = "salon-pool"
@@ -103,22 +103,8 @@ class Pool:
 
     # -- transactions -------------------------------------------------------------------------
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as e:
-                raise translate(e, self.db_path) from e
-            try:
-                yield self._conn
-                self._conn.execute("COMMIT")
-            except BaseException as e:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                if isinstance(e, sqlite3.Error):
-                    raise translate(e, self.db_path) from e
-                raise
+    def _write(self):
+        return write_transaction(self._conn, self._lock, self.db_path)
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:

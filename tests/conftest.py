@@ -3,6 +3,8 @@
 Pool fixtures (tests/test_pool_*.py): ``make_png(seed, size=64, noise=0)`` draws a distinct
 random-blocks PNG per seed (``noise`` > 0 perturbs a few pixels: a near-duplicate of the same
 seed); ``pool`` is an empty Pool in a temporary folder, closed after the test.
+Run fixtures (session-wide, made once): ``smoke_run``, a 3-step CPU smoke training run, and
+``smoke_eval``, `salon eval` of it.
 """
 
 from __future__ import annotations
@@ -53,3 +55,44 @@ def pool(tmp_path):
 
     with Pool.open(tmp_path / "pool") as p:
         yield p
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory):
+    """One CPU smoke run shared by every test that reads a trained run (tests/test_train_*.py,
+    tests/test_app_checkpoints.py): `salon train smoke.yaml` for 2 steps with metrics to trackio,
+    then resumed to step 3 from the latest checkpoint. Tests add only under its eval/ and audit/,
+    or work on a copy. {"out": RUN_DIR, "lora_after_2": the LoRA weights at step 2}."""
+    from safetensors.torch import load_file
+
+    from salon.apps.cli import main
+    from train_support import SMOKE
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HF_HOME", str(tmp_path_factory.mktemp("hf")))
+    out = tmp_path_factory.mktemp("smoke") / "run"
+    try:
+        assert main(["train", SMOKE, "--output-dir", str(out), "--max-steps", "2", "--save-steps", "1",
+                     "--set", "grpo.report_to=[trackio]"]) == 0
+        lora_after_2 = load_file(out / "checkpoint-2" / "adapter_model.safetensors")
+        assert main(["train", SMOKE, "--output-dir", str(out), "--max-steps", "3", "--resume", "latest"]) == 0
+    finally:
+        mp.undo()
+    return {"out": out, "lora_after_2": lora_after_2}
+
+
+@pytest.fixture(scope="session")
+def smoke_eval(smoke_run):
+    """`salon eval` of the smoke run (train_support.EVAL_ARGS: two held-out subjects, 2 samples each,
+    a paint_fraction oracle and one that is always down).
+    {"out": RUN_DIR, "code": exit code, "report": eval/report.json, "shards": {name: mtime_ns}}."""
+    import json
+
+    from salon.apps.cli import main
+    from train_support import EVAL_ARGS
+
+    out = smoke_run["out"]
+    code = main(["eval", str(out), *EVAL_ARGS])
+    shards = {p.name: p.stat().st_mtime_ns for p in (out / "eval" / "data").glob("*.parquet")}
+    return {"out": out, "code": code, "report": json.loads((out / "eval" / "report.json").read_text()),
+            "shards": shards}

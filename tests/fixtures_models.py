@@ -1,6 +1,7 @@
 """Tiny VLM judges for tests: the random ones of salon.train.tiny, and one taught to prefer brightness.
 
     tiny_vl(arch="qwen2_5_vl", taught=False)         built once per process into a temp folder
+    tiny_hpsv3()                                     tiny:hpsv3 in the released layout, built once
     teach_ab_preference(folder, steps=...)           fine-tune it to answer "A"/"B" (brighter wins)
     flat_image(level)                                a noisy flat painting of that brightness
 
@@ -89,6 +90,16 @@ def tiny_vl(arch: str = "qwen2_5_vl", taught: bool = False) -> Path:
     if taught:
         teach_ab_preference(folder)
     return folder
+
+
+@functools.lru_cache(maxsize=None)
+def tiny_hpsv3() -> Path:
+    """tiny:hpsv3 (salon.train.tiny: released layout, HPSv3.safetensors + base/) built once per test process."""
+    from salon.train.tiny import resolve_model
+
+    folder = Path(tempfile.mkdtemp(prefix="salon-tiny-hpsv3-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return Path(resolve_model("tiny:hpsv3", folder))
 
 
 def flat_image(level: float, size=(64, 64), seed: int = 0, tint=(0, 0, 0)):

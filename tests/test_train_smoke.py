@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 
 from salon.apps.cli import main
+from train_support import SMOKE
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-SMOKE = str(Path(__file__).resolve().parent.parent / "train" / "configs" / "smoke.yaml")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -28,13 +27,8 @@ def offline(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("smoke") / "run"
-    assert main(["train", SMOKE, "--output-dir", str(out), "--max-steps", "2", "--save-steps", "1",
-                 "--set", "grpo.report_to=[trackio]"]) == 0
-    lora_after_2 = lora_weights(out / "checkpoint-2")
-    assert main(["train", SMOKE, "--output-dir", str(out), "--max-steps", "3", "--resume", "latest"]) == 0
-    return {"out": out, "lora_after_2": lora_after_2}
+def run(smoke_run):
+    return smoke_run  # conftest: 2 steps, then resumed to 3; shared with the eval and app tests
 
 
 def lora_weights(checkpoint: Path) -> dict:

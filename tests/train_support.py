@@ -1,19 +1,36 @@
-"""Helpers for the trainer tests: a judge that fails on purpose, synthetic rollout archives.
+"""Helpers for the trainer tests: judges that fail on purpose, synthetic rollout archives and evals.
 
 `FlakyJudge` (load it as "train_support:FlakyJudge"; tests/ is on sys.path through conftest)
 answers like the tiny transformers judge on odd-numbered calls and gives `None` verdicts (a
-timeout) on even-numbered ones, i.e. for every other group. `write_synthetic_run` writes an
-archive in the layout `salon train` writes, with paintings drawn to order.
+timeout) on even-numbered ones, i.e. for every other group; `DownOracle` always raises.
+`write_synthetic_run` writes an archive in the layout `salon train` writes, with paintings drawn
+to order; `write_synthetic_eval` writes `salon eval`'s samples of checkpoints drawn to order.
 """
 
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
 from salon.judges.verdict import Verdict
+
+SMOKE = str(Path(__file__).resolve().parent.parent / "train" / "configs" / "smoke.yaml")
+EVAL_SUBJECTS = ["sunflower", "blue iris"]  # held out: smoke.yaml trains on peach hibiscus and koi pond
+# `salon eval RUN_DIR` + these: the paint_fraction oracle, and one that is always down (None, counted)
+EVAL_ORACLES = ["paint_fraction", "train_support:DownOracle,label=down"]
+EVAL_ARGS = ["--prompts", *EVAL_SUBJECTS, "--samples", "2", *(a for o in EVAL_ORACLES for a in ("--oracle", o))]
+
+
+class DownOracle:
+    """An ImageJudge whose service is down: every call raises."""
+
+    name = "test:down"
+
+    def score(self, images):
+        raise ConnectionError("scorer unreachable")
 
 
 class FlakyJudge:
@@ -89,3 +106,32 @@ def write_synthetic_run(run_dir, collapse: bool, steps: int = 30, groups: int = 
                                             "judge": judge if passed else None}))
         archive.write(rows, step)
     return run_dir
+
+
+def write_synthetic_eval(run_dir, proxy: list[float], oracle: list[float], coverage: list[float],
+                         prompts: int = 3, samples: int = 4, seed: int = 0):
+    """RUN_DIR/eval/ as `salon eval` writes it, one checkpoint per list entry (steps 0, 10, 20, ...):
+    each painting's reward is about proxy[i], its oracle_judge about oracle[i], and its paint covers
+    coverage[i] of the canvas (a drawn coverage of 0.25 repeats one small template for every prompt)."""
+    from salon.train.eval_dataset import EvalDataset, sample_id
+    from salon.train.rollout import Rollout
+
+    rng = np.random.default_rng(seed)
+    store = EvalDataset(run_dir)
+    for i, (p, o, c) in enumerate(zip(proxy, oracle, coverage)):
+        step, rows = 10 * i, []
+        for row in range(prompts):
+            for pos in range(samples):
+                template = c <= 0.25
+                png = painting(np.random.default_rng(999) if template else rng, c,
+                               [200, 120, 60] if template else rng.integers(0, 255, 3))
+                prompt, render_seed = f"paint subject {row}", 1000 * row + pos
+                r = Rollout(run="synthetic", step=step, checkpoint="base" if step == 0 else f"checkpoint-{step}",
+                            group=f"prompt-{row:03d}", row=row, position=pos, prompt=prompt, completion="",
+                            completion_chars=0, seed=render_seed, image=png, gate_passed=True,
+                            paint_fraction=c / 2, coverage=c, reward=p + rng.normal(0, 0.01),
+                            subject=f"subject {row}", rewards={"judge": p})
+                rows.append({**r.columns(), "sample_id": sample_id(step, prompt, render_seed), "colourfulness": 20.0,
+                             "oracle_judge": o + rng.normal(0, 0.01), "oracle_missing": []})
+        store.write(step, rows, ["reward_judge"], ["oracle_judge"], {"fingerprint": "synthetic"})
+    return store

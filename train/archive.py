@@ -14,7 +14,9 @@ One row per completion, one column per field of `salon.train.rollout.Rollout` (i
 the column types): run, step (optimizer steps done when it was generated: the policy is
 `checkpoint` = checkpoint-<step>, or "base" at 0), group, row, subject, prompt, completion,
 code, seed, image (PNG), gate_passed, violations, each reward component in its own `reward_*`
-column (null when not computed or its scorer failed), `reward` (the total: null = missing),
+column (null when not computed or its scorer failed; `reward_absolute` is an absolute scorer's
+0..1 score, with HPSv3's mu and log sigma in `absolute_mu`, `absolute_log_sigma` and, when it
+gave none, the reason in `absolute_reason`), `reward` (the total: null = missing),
 `missing` (what failed: render, image, judge, a weighted image judge), references, draw_seed,
 pool_release, judge, judge_version, substituted_example (stand-in runs only).
 A shard is written to a temporary name and renamed, so a killed run loses at most the rollouts
@@ -56,19 +58,8 @@ class RolloutArchive:
     def write(self, rollouts: list[Rollout], step: int) -> Path | None:
         if not rollouts:
             return None
-        import pyarrow.parquet as pq
-        from datasets import Dataset
-
-        rows = [r.columns() for r in rollouts]
-        columns = {name: [row.get(name) for row in rows] for name in self._features}
-        for i, png in enumerate(columns["image"]):
-            columns["image"][i] = {"bytes": png, "path": None} if png else None
         name = f"step-{step:06d}-p{self.process_index:02d}-{uuid.uuid4().hex[:8]}.parquet"
-        tmp = self.data / f".{name}.tmp"
-        # the table carries the features (Image, lists) in its schema metadata, so `datasets` decodes it
-        pq.write_table(Dataset.from_dict(columns, features=self._features).data.table, tmp)
-        os.replace(tmp, self.data / name)
-        return self.data / name
+        return write_shard(self.data / name, [r.columns() for r in rollouts], self._features)
 
     def supersede_from(self, step: int) -> int:
         """Move shards of steps >= `step` aside (a resumed run redoes them); returns how many."""
@@ -85,18 +76,51 @@ class RolloutArchive:
         write_card(self.folder, provenance, self.reward_columns)
 
 
-def write_card(folder: Path, provenance: dict, reward_columns: list[str]) -> None:
-    import yaml
+def write_shard(path: Path, rows: list[dict], features, metadata: dict | None = None) -> Path:
+    """One parquet shard of `rows` (dicts; PNG bytes under "image"), written to a temporary name
+    and renamed; `metadata` (JSON-able) goes into the file's schema metadata under b"salon"."""
+    import pyarrow.parquet as pq
+    from datasets import Dataset
+
+    columns = {name: [row.get(name) for row in rows] for name in features}
+    for i, png in enumerate(columns["image"]):
+        columns["image"][i] = {"bytes": png, "path": None} if png else None
+    # the table carries the features (Image, lists) in its schema metadata, so `datasets` decodes it
+    table = Dataset.from_dict(columns, features=features).data.table
+    if metadata is not None:
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                               b"salon": json.dumps(metadata, default=str).encode()})
+    tmp = path.parent / f".{path.name}.tmp"
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+    return path
+
+
+def shard_metadata(path: Path) -> dict | None:
+    """What `write_shard` put under b"salon" in a shard's schema metadata (None if nothing)."""
+    import pyarrow.parquet as pq
+
+    raw = (pq.read_schema(path).metadata or {}).get(b"salon")
+    return json.loads(raw) if raw else None
+
+
+def write_dataset_card(folder: Path, pretty_name: str, tags: list[str], features, body: list[str]) -> None:
+    """A dataset card (README.md) declaring one `default` config over data/*.parquet with `features`."""
     from datasets import DatasetInfo
     from datasets.info import DatasetInfosDict
     from huggingface_hub import DatasetCard, DatasetCardData
 
     data = DatasetCardData(
-        license="apache-2.0", pretty_name=f"salon rollouts: {provenance.get('run')}",
-        tags=["salon", "rollouts", "grpo", "p5js", "code-painting", "reward-modeling"],
+        license="apache-2.0", pretty_name=pretty_name, tags=tags,
         configs=[{"config_name": "default", "data_files": [{"split": "train", "path": "data/*.parquet"}]}],
     )
-    DatasetInfosDict({"default": DatasetInfo(features=features(reward_columns))}).to_dataset_card_data(data)
+    DatasetInfosDict({"default": DatasetInfo(features=features)}).to_dataset_card_data(data)
+    DatasetCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(body) + "\n").save(folder / "README.md")
+
+
+def write_card(folder: Path, provenance: dict, reward_columns: list[str]) -> None:
+    import yaml
+
     body = [
         f"# salon rollouts: {provenance.get('run')}", "",
         "Every rollout of a GRPO run of [salon](https://github.com/) (aesthetic RL for code-painting models):",
@@ -110,7 +134,9 @@ def write_card(folder: Path, provenance: dict, reward_columns: list[str]) -> Non
         "and was never counted as a bad painting.", "",
         "## Run config", "", "```yaml", yaml.safe_dump(provenance.get("config", {}), sort_keys=False).strip(), "```",
     ]
-    DatasetCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(body) + "\n").save(folder / "README.md")
+    write_dataset_card(folder, f"salon rollouts: {provenance.get('run')}",
+                       ["salon", "rollouts", "grpo", "p5js", "code-painting", "reward-modeling"],
+                       features(reward_columns), body)
     (folder / "provenance.json").write_text(json.dumps(provenance, indent=2, default=str))
 
 
@@ -124,15 +150,21 @@ def load_rollouts(run_dir: str | Path, images: bool = True):
 
     `image` holds PNG bytes (or None); with `images=False` the column is left out (fast).
     """
-    import pandas as pd
-    import pyarrow.parquet as pq
-
     shards = sorted((rollouts_folder(run_dir) / "data").glob("step-*.parquet"))
     if not shards:
         from salon.pool.errors import ConfigError
 
         raise ConfigError([f"{run_dir}: no rollout shards under rollouts/data/ (is it a salon train output "
                            "folder?)"], "salon audit")
+    return read_shards(shards, images)
+
+
+def read_shards(shards: list[Path], images: bool = True):
+    """Parquet shards as one pandas DataFrame sorted by step, group, position; `image` as PNG bytes
+    (or None), or left out with `images=False` (fast)."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
     frames = []
     for shard in shards:
         table = pq.read_table(shard, columns=None if images else

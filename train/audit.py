@@ -36,6 +36,11 @@ def _mean(values):
     return float(np.mean(values)) if values else None
 
 
+def is_blank(row: dict) -> bool:
+    """A rendered rollout whose canvas is blank: under BLANK_FRACTION paint, or the gate said so."""
+    return (row.get("paint_fraction") or 0) < BLANK_FRACTION or "blank_canvas" in (row.get("violations") or [])
+
+
 def batch_stats(rows: list[dict], images: list, components: list[str]) -> dict:
     """Statistics of one step's rollouts (rows as archived; images as PIL or None)."""
     from salon.judges.image_judges import distance_matrix
@@ -58,8 +63,7 @@ def batch_stats(rows: list[dict], images: list, components: list[str]) -> dict:
         "reward/top": float(np.max(rewards)) if rewards else None,
         "reward/under_0.3": sum(v < 0.3 for v in rewards),
         "coverage": _mean([r.get("coverage") for r in rendered]),
-        "blank_share": (_mean([float((r.get("paint_fraction") or 0) < BLANK_FRACTION
-                                     or "blank_canvas" in (r.get("violations") or [])) for r in rendered])),
+        "blank_share": _mean([float(is_blank(r)) for r in rendered]),
     }
     groups: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
@@ -137,29 +141,23 @@ def alarms(history: list[dict], settings: AuditSettings) -> list[dict]:
     return out
 
 
+def reward_caption(row: dict) -> str:
+    """A rollout's reward as a grid caption: "none" when missing, the gate's first violation after it."""
+    label = "none" if row["reward"] is None else f"{row['reward']:.3f}"
+    if not row["gate_passed"] and row.get("violations"):
+        label += " " + row["violations"][0]
+    return label
+
+
 def save_grid(images: list, rows: list[dict], path: Path, thumb: int = 128) -> Path:
     """Rollout thumbnails, one line per group, captioned with reward (or the gate's first violation)."""
-    from PIL import Image, ImageDraw
+    from salon.train.image_grid import image_grid
 
     groups: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
         groups.setdefault(r["group"], []).append(i)
-    cols = max(len(v) for v in groups.values()) if groups else 1
-    grid = Image.new("RGB", (cols * thumb, max(1, len(groups)) * (thumb + 14)), "white")
-    draw = ImageDraw.Draw(grid)
-    for g, idx in enumerate(groups.values()):
-        for c, i in enumerate(idx):
-            x, y = c * thumb, g * (thumb + 14)
-            if images[i] is not None:
-                grid.paste(images[i].convert("RGB").resize((thumb, thumb)), (x, y))
-            r = rows[i]
-            label = "none" if r["reward"] is None else f"{r['reward']:.3f}"
-            if not r["gate_passed"] and r.get("violations"):
-                label += " " + r["violations"][0]
-            draw.text((x + 2, y + thumb), label[:22], fill="black")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    grid.save(path)
-    return path
+    lines = [("", [(images[i], reward_caption(rows[i])) for i in idx]) for idx in groups.values()]
+    return image_grid(lines, path, thumb)
 
 
 # ---- after the fact: salon audit ------------------------------------------------------------------
@@ -167,6 +165,18 @@ def save_grid(images: list, rows: list[dict], path: Path, thumb: int = 128) -> P
 
 def components_of(df) -> list[str]:
     return [c[len("reward_"):] for c in df.columns if c.startswith("reward_")]
+
+
+def records_of(df) -> list[dict]:
+    """Archive rows (a DataFrame from load_rollouts) as dicts: NaN as None, arrays as lists, no image."""
+    records = df.drop(columns=["image"], errors="ignore").to_dict("records")
+    for r in records:
+        for k, v in r.items():
+            if isinstance(v, float) and math.isnan(v):
+                r[k] = None
+            elif isinstance(v, np.ndarray):
+                r[k] = list(v)
+    return records
 
 
 def audit_run(run_dir: str | Path, settings: AuditSettings | None = None, figures: Path | None = None) -> dict:
@@ -178,13 +188,7 @@ def audit_run(run_dir: str | Path, settings: AuditSettings | None = None, figure
     settings = settings or AuditSettings()
     df = load_rollouts(run_dir)
     components = components_of(df)
-    records = df.drop(columns=["image"]).to_dict("records")
-    for r in records:
-        for k, v in r.items():
-            if isinstance(v, float) and math.isnan(v):
-                r[k] = None
-            elif isinstance(v, np.ndarray):
-                r[k] = list(v)
+    records = records_of(df)
     pil = [Image.open(io.BytesIO(b)).convert("RGB") if b else None for b in df["image"]]
     steps, history = sorted(df["step"].unique()), []
     by_step: dict[int, list[int]] = {}

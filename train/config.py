@@ -24,7 +24,8 @@ from pathlib import Path
 from salon.curate.render_gpu import GPU_MODES
 from salon.pool.errors import ConfigError
 
-GENERATION_ENGINES = ("transformers", "continuous_batching", "vllm_server", "vllm_colocate")
+GENERATION_ENGINES = ("transformers", "compiled", "continuous_batching", "vllm_server", "vllm_colocate")
+GENERATION_COMPILE = ("auto", "on", "off")
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo")
 SCALE_REWARDS = ("group", "batch", "none")
 IMAGE_JUDGES = ("paint_fraction", "colourfulness", "composition")
@@ -95,10 +96,21 @@ class GRPOSettings:
     use_cpu: bool = False
     bf16: bool = True
     gradient_checkpointing: bool = True
-    # How completions are generated (TRL's engines): transformers (plain generate), continuous_batching
+    # How completions are generated: transformers (TRL's plain generate on the peft model), compiled
+    # (salon.train.generation: a merged copy of the policy, static KV cache, CUDA graphs), continuous_batching
     # (transformers' paged engine, no extra package), vllm_server (a `trl vllm-serve` process on other
-    # GPUs, at vllm_server_base_url), vllm_colocate (vLLM in the training process, sharing the GPU).
-    generation: str = "transformers"
+    # GPUs, at vllm_server_base_url), vllm_colocate (vLLM in the training process, sharing the GPU);
+    # auto: compiled where the policy trains on CUDA, transformers on a CPU.
+    generation: str = "auto"
+    generation_compile: str = "auto"  # compiled: torch.compile the decode step (auto: on CUDA only; off: static cache only)
+    generation_prompt_bucket: int = 256  # compiled: prompts left-padded to a multiple of this, so shapes repeat
+    # Completions generated at once, per process: per_device_train_batch_size x steps_per_generation (TRL's
+    # default steps_per_generation is gradient_accumulation_steps). 8 prompts x 8 per optimiser step:
+    # per_device_train_batch_size=8, gradient_accumulation_steps=8. A steps_per_generation above
+    # gradient_accumulation_steps makes one generation feed several optimiser steps (TRL then corrects
+    # with the old policy's log-probs). Give at most one of the two.
+    generation_batch_size: int | None = None  # completions per generation over all processes
+    steps_per_generation: int | None = None
     vllm_server_base_url: str | None = None  # vllm_server: e.g. http://127.0.0.1:8000 (default: TRL's host:port)
     vllm_gpu_memory_utilization: float = 0.3  # vllm_colocate: the card's share vLLM may take
     extra: dict = field(default_factory=dict)  # any other GRPOConfig field, passed as is
@@ -133,14 +145,28 @@ class GRPOSettings:
             p.append(f"grpo.loss_type={self.loss_type!r}: use one of {', '.join(LOSS_TYPES)}")
         if isinstance(self.report_to, str):
             self.report_to = [self.report_to]
-        if self.generation not in GENERATION_ENGINES:
-            p.append(f"grpo.generation={self.generation!r}: use one of {', '.join(GENERATION_ENGINES)}")
+        if self.generation not in ("auto", *GENERATION_ENGINES):
+            p.append(f"grpo.generation={self.generation!r}: use auto or one of {', '.join(GENERATION_ENGINES)}")
         elif self.generation.startswith("vllm") and importlib.util.find_spec("vllm") is None:
             p.append(f"grpo.generation={self.generation}: vLLM is not installed here (`pip install vllm` on the "
                      "GPU node, a build matching its CUDA); or use generation=continuous_batching, which needs "
                      "no extra package")
         if not 0 < self.vllm_gpu_memory_utilization < 1:
             p.append(f"grpo.vllm_gpu_memory_utilization={self.vllm_gpu_memory_utilization}: a share in (0, 1)")
+        if isinstance(self.generation_compile, bool):  # YAML 1.1 reads a bare on/off as a boolean
+            self.generation_compile = "on" if self.generation_compile else "off"
+        if self.generation_compile not in GENERATION_COMPILE:
+            p.append(f"grpo.generation_compile={self.generation_compile!r}: use {', '.join(GENERATION_COMPILE)}")
+        if self.generation_prompt_bucket < 1:
+            p.append(f"grpo.generation_prompt_bucket={self.generation_prompt_bucket}: must be at least 1")
+        if self.generation_batch_size is not None and self.steps_per_generation is not None:
+            p.append("grpo.generation_batch_size and grpo.steps_per_generation both set: give one (TRL derives the other)")
+        if self.generation_batch_size is not None and (self.generation_batch_size < 1 or
+                                                       self.generation_batch_size % self.num_generations):
+            p.append(f"grpo.generation_batch_size={self.generation_batch_size}: a positive multiple of "
+                     f"grpo.num_generations={self.num_generations} (whole groups)")
+        if self.steps_per_generation is not None and self.steps_per_generation < 1:
+            p.append(f"grpo.steps_per_generation={self.steps_per_generation}: must be at least 1")
         _problems("grpo", p)
 
 
@@ -191,7 +217,7 @@ class RewardSettings:
     weights: dict = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     gate_penalty: float = 0.0
     image_judges: list[str] = field(default_factory=lambda: list(IMAGE_JUDGES))  # computed and logged
-    absolute: str | None = None  # an ImageJudge (registry name / module:Class) scoring 0..1; weight: weights.absolute
+    absolute: str | None = None  # an ImageJudge (registry name / module:Class) scoring 0..1, e.g. hpsv3; weight: weights.absolute
     absolute_kwargs: dict = field(default_factory=dict)
     length_min_chars: int = 600  # length component 0 below, ramps to 1 at length_full_chars,
     length_full_chars: int = 12000  # stays 1 until length_max_chars, 0 above (the prior art's ramp
@@ -221,6 +247,10 @@ class RewardSettings:
                          f"compute {name}: add it there, or set its weight to 0")
         if self.weights.get("absolute") and not self.absolute:
             p.append("reward.weights.absolute is set but reward.absolute names no scorer")
+        if self.absolute == "hpsv3":  # model (folder, tiny:hpsv3, random:hpsv3, URL), prompt, batch_size, dtype...
+            from salon.judges.hpsv3 import config_problems
+
+            p += config_problems(self.absolute_kwargs)
         if not 0 <= self.length_min_chars < self.length_full_chars <= self.length_max_chars:
             p.append("reward.length_*_chars: need 0 <= length_min_chars < length_full_chars <= length_max_chars")
         _problems("reward", p)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import warnings
 from pathlib import Path
 
 from salon.train.config import TrainConfig, load_config
@@ -85,7 +86,38 @@ def build_dataset(cfg: TrainConfig):
     return Dataset.from_list(rows)
 
 
-# ---- 3. reward: where it renders --------------------------------------------------------------------
+# ---- 3. reward: how it scores, where it renders ------------------------------------------------------
+
+
+def absolute_kwargs(cfg: TrainConfig, device: str | None = None) -> dict:
+    """reward.absolute_kwargs, a tiny:/random: model built into OUTPUT_DIR/tiny-absolute, HPSv3 on `device`."""
+    from salon.train.tiny import resolve_model
+
+    kwargs = dict(cfg.reward.absolute_kwargs)
+    model = kwargs.get("model")
+    if model and not str(model).startswith(("http://", "https://")):
+        kwargs["model"] = resolve_model(model, Path(cfg.output_dir) / "tiny-absolute")
+        if device and cfg.reward.absolute == "hpsv3":
+            kwargs.setdefault("device", device)  # one replica per process, on that process's GPU
+    return kwargs
+
+
+def build_scorer(cfg: TrainConfig, judge, refs, device: str | None = None):
+    """The reward's Scorer: the judge against its references, the image judges, an absolute scorer
+    (`salon eval` recomputes a run's reward with this same function)."""
+    from salon.train.scoring import Scorer
+
+    absolute = None
+    if cfg.reward.absolute:
+        from salon.judges.registry import load_judge
+
+        absolute = load_judge(cfg.reward.absolute, **absolute_kwargs(cfg, device))
+        health = absolute.health() if hasattr(absolute, "health") else {"loaded": True}  # a remote scorer
+        if not health.get("loaded"):
+            log.warning("absolute scorer %s is not loaded yet (%s): samples it cannot score are None, never 0",
+                        absolute.name, health.get("error"))
+    return Scorer(cfg.reward, judge=judge, references=refs, k=cfg.judge.k, mix=cfg.judge.mix, seed=cfg.seed,
+                  absolute=absolute)
 
 
 def check_render_backend(cfg: TrainConfig, processes: int) -> None:
@@ -141,6 +173,7 @@ def grpo_args(cfg: TrainConfig, out: Path):
         temperature=g.temperature, top_p=g.top_p, top_k=g.top_k, scale_rewards=g.scale_rewards,
         loss_type=g.loss_type, max_steps=g.max_steps, logging_steps=g.logging_steps, report_to=g.report_to,
         use_cpu=g.use_cpu, bf16=g.bf16 and not g.use_cpu, gradient_checkpointing=g.gradient_checkpointing,
+        generation_batch_size=g.generation_batch_size, steps_per_generation=g.steps_per_generation,
         **generation_kwargs(g),
         # every checkpoint is kept: the prior art's good checkpoints were gone when its reward hacked
         save_strategy="steps", save_steps=g.save_steps, save_total_limit=None,
@@ -151,8 +184,27 @@ def grpo_args(cfg: TrainConfig, out: Path):
     )
 
 
+def resolve_generation(cfg: TrainConfig) -> None:
+    """grpo.generation=auto becomes compiled where a LoRA policy trains on CUDA, else transformers
+    (the salon_train.yaml written beside the run names the engine that ran)."""
+    import torch
+
+    if cfg.grpo.generation == "auto":
+        cuda = torch.cuda.is_available() and not cfg.grpo.use_cpu
+        cfg.grpo.generation = "compiled" if cuda and cfg.lora.enabled else "transformers"
+
+
+def generation_engine(cfg: TrainConfig):
+    """TRL's rollout_func for grpo.generation=compiled (salon.train.generation); None for TRL's own engines."""
+    if cfg.grpo.generation != "compiled":
+        return None
+    from salon.train.generation import CompiledGeneration
+
+    return CompiledGeneration(compile=cfg.grpo.generation_compile, prompt_bucket=cfg.grpo.generation_prompt_bucket)
+
+
 def generation_kwargs(g) -> dict:
-    """GRPOConfig fields for grpo.generation (TRL's engines)."""
+    """GRPOConfig fields for grpo.generation (TRL's engines; compiled runs on TRL's transformers settings)."""
     if g.generation == "continuous_batching":
         return {"use_transformers_continuous_batching": True}
     if g.generation == "vllm_server":  # start it first: `trl vllm-serve --model MODEL` on other GPUs
@@ -253,12 +305,12 @@ def train(cfg: TrainConfig) -> dict:
     from salon.train.recorder import Recorder
     from salon.train.reward import RewardAdapter, prefetching, submit_each
     from salon.train.rollout import Planner
-    from salon.train.scoring import Scorer
     from salon.train.smoke import ExampleSketches
     from salon.train.tiny import resolve_model
 
     out = Path(cfg.output_dir)
     state = PartialState()
+    resolve_generation(cfg)
     check_single_process_engine(cfg, state.num_processes)
     check_render_backend(cfg, state.num_processes)
     if state.is_main_process:
@@ -267,6 +319,8 @@ def train(cfg: TrainConfig) -> dict:
         resolve_model(cfg.policy.model, out / "tiny-policy")
         if cfg.judge.name != "openai" and cfg.judge.model:
             resolve_model(cfg.judge.model, out / "tiny-judge")
+        if cfg.reward.absolute:
+            absolute_kwargs(cfg)
     state.wait_for_everyone()  # tiny models are built once, by the main process
 
     policy = resolve_model(cfg.policy.model, out / "tiny-policy")
@@ -274,18 +328,12 @@ def train(cfg: TrainConfig) -> dict:
     judge = build_judge(cfg, out, device)
     with state.main_process_first():  # the main process pulls REPO@REV; the others then find it pulled
         refs = build_references(cfg, out)
-    absolute = None
-    if cfg.reward.absolute:
-        from salon.judges.registry import load_judge
-
-        absolute = load_judge(cfg.reward.absolute, **cfg.reward.absolute_kwargs)
 
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(policy)
     checkpoint = resume_checkpoint(cfg, out)
-    scorer = Scorer(cfg.reward, judge=judge, references=refs, k=cfg.judge.k, mix=cfg.judge.mix, seed=cfg.seed,
-                    absolute=absolute)
+    scorer = build_scorer(cfg, judge, refs, device)
     archive = RolloutArchive(out / "rollouts", [f"reward_{c}" for c in scorer.components], state.process_index)
     planner = Planner(cfg.seed)
     if cfg.smoke.examples:
@@ -298,6 +346,7 @@ def train(cfg: TrainConfig) -> dict:
         adapter = RewardAdapter(scorer, render=submit_each(render), recorder=recorder, planner=planner,
                                 run=cfg.name, process=state.process_index)
         provenance = {"run": cfg.name, "policy": cfg.policy.model, "judge": judge.name,
+                      "absolute": getattr(scorer.absolute, "name", None),
                       "smoke_examples": cfg.smoke.examples,  # >0: a share of the code was stand-in examples
                       "judge_version": getattr(judge, "prompt_version", None), "pool_release": refs.release,
                       "references": refs.source, "salon_version": salon_version(), "config": cfg.to_dict()}
@@ -307,9 +356,14 @@ def train(cfg: TrainConfig) -> dict:
                 log.info("resuming from %s; %d rollout shard(s) of later steps moved to superseded/", checkpoint, moved)
             archive.write_card(provenance)
 
-        trainer = GRPOTrainer(model=policy, reward_funcs=[adapter], args=grpo_args(cfg, out),
-                              train_dataset=build_dataset(cfg), processing_class=tokenizer,
-                              peft_config=lora_config(cfg), callbacks=[salon_callback(cfg)])
+        engine = generation_engine(cfg)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="You are using 'rollout_func'")  # TRL marks it experimental
+            trainer = GRPOTrainer(model=policy, reward_funcs=[adapter], args=grpo_args(cfg, out),
+                                  train_dataset=build_dataset(cfg), processing_class=tokenizer,
+                                  peft_config=lora_config(cfg), callbacks=[salon_callback(cfg)], rollout_func=engine)
+        if engine is not None:
+            engine.attach(trainer)  # the merged copy exists (or is refused) before the first step
         if cfg.grpo.generation == "continuous_batching":
             trainer._generate = trainable_dtypes_kept(trainer._generate, trainer.model)
         if cfg.render.prefetch:

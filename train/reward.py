@@ -128,7 +128,9 @@ class RewardAdapter:
             pool_release=self.scorer.references.release, judge=judge.name,
             judge_version=getattr(judge, "prompt_version", None), substituted_example=s.substituted_example,
             created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), rewards=scored.components,
-            painting=scored.painting)
+            painting=scored.painting, absolute_mu=getattr(scored.absolute, "mu", None),
+            absolute_log_sigma=getattr(scored.absolute, "log_sigma", None),
+            absolute_reason=getattr(scored.absolute, "reason", None))
 
 
 def _groups_as_rendered(samples: list[Sample], started: list):

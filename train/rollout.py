@@ -107,6 +107,11 @@ class Rollout:
     judge_version: str | None = None
     substituted_example: str | None = None
     created_at: str | None = None
+    # the absolute scorer's own numbers beside reward_absolute (its 0..1 score): HPSv3's mu and log
+    # sigma, or why it gave none
+    absolute_mu: float | None = None
+    absolute_log_sigma: float | None = None
+    absolute_reason: str | None = None
     rewards: dict[str, float | None] = field(default_factory=dict)  # one reward_<name> column each
     painting: Image.Image | None = field(default=None, repr=False, compare=False)  # decoded; not archived
 

@@ -26,6 +26,7 @@ from PIL import Image
 
 from salon.curate.render import RenderResult
 from salon.judges.references import ReferenceSet
+from salon.judges.verdict import Rating
 from salon.judges.winrate import ReferenceDraw, draw_references, group_seed, judge_group
 from salon.train.config import RewardSettings
 from salon.train.rollout import Sample
@@ -61,6 +62,7 @@ class Scored:
     draw: ReferenceDraw
     painting: Image.Image | None
     coverage: float | None
+    absolute: Rating | None = None  # the absolute scorer's answer (HPSv3: mu, log sigma), or why none
 
 
 @dataclass
@@ -71,7 +73,7 @@ class Scorer:
     k: int = 4
     mix: dict | None = None
     seed: int = 0
-    absolute: object | None = None  # an ImageJudge scoring 0..1 (weights.absolute)
+    absolute: object | None = None  # an ImageJudge scoring 0..1 (weights.absolute); a RatingJudge keeps mu too
     image_judges: dict = field(init=False)
 
     def __post_init__(self):
@@ -88,11 +90,13 @@ class Scorer:
         passed = [i for i, r in enumerate(results) if r.ok and images[i] is not None]
         draw = draw_references(self.references, self.k, self.mix, seed=group_seed(self.seed, step, samples[0].prompt))
         judged, reasons = self._judge([images[i] for i in passed], draw)
-        extra = {name: _safe_scores(j, [images[i] for i in passed]) for name, j in self.image_judges.items()}
+        extra = {name: safe_scores(j, [images[i] for i in passed]) for name, j in self.image_judges.items()}
+        rated = []
         if self.absolute is not None:
-            extra["absolute"] = _safe_scores(self.absolute, [images[i] for i in passed])
+            rated = safe_ratings(self.absolute, [images[i] for i in passed])
+            extra["absolute"] = [r.score for r in rated]
         present = [i for i, im in enumerate(images) if im is not None]
-        coverage = dict(zip(present, _safe_scores(_Coverage(), [images[i] for i in present])))
+        coverage = dict(zip(present, safe_scores(_Coverage(), [images[i] for i in present])))
         at = {i: j for j, i in enumerate(passed)}
         out = []
         for i, (sample, res) in enumerate(zip(samples, results)):
@@ -116,7 +120,7 @@ class Scorer:
                     comp[name] = None if v is None else min(1.0, v / IMAGE_SCALE.get(name, 1.0))
                 missing += [c for c in self.components if comp[c] is None and self.settings.weight(c) > 0]
             out.append(Scored(comp, self._total(comp, missing, passed=i in at), missing, reason, draw,
-                              images[i], coverage.get(i)))
+                              images[i], coverage.get(i), rated[at[i]] if i in at and rated else None))
         return out
 
     def _judge(self, images, draw) -> tuple[list, list]:
@@ -146,7 +150,25 @@ class _Coverage:
         return [composition(im).coverage for im in images]
 
 
-def _safe_scores(judge, images) -> list:
+def safe_ratings(judge, images) -> list[Rating]:
+    """The absolute scorer's Ratings (`rate` where it has one, else its scores), None-scored where it failed."""
+    if not hasattr(judge, "rate"):
+        return [Rating(v) for v in safe_scores(judge, images)]
+    if not images:
+        return []
+    try:
+        ratings = list(judge.rate(images))
+        if len(ratings) == len(images):
+            return ratings
+        reason = f"{len(ratings)} ratings for {len(images)} images"
+    except Exception as e:  # a scorer that raises could not answer: missing
+        reason = f"{type(e).__name__}: {e}"
+    log.warning("absolute scorer %s failed: %s", getattr(judge, "name", judge), reason)
+    return [Rating(None, reason=reason)] * len(images)
+
+
+def safe_scores(judge, images) -> list:
+    """An ImageJudge's scores of `images`, or None for each where it raised or answered short (missing)."""
     if not images:
         return []
     try:

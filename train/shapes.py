@@ -3,6 +3,7 @@ on a GPU node that cannot download weights.
 
     policy.model: random:qwen3-1.7b          # salon train ... --set policy.model=random:qwen3-1.7b
     judge.model:  random:qwen2.5-vl-7b
+    reward.absolute_kwargs.model: random:hpsv3   # HPSv3 (Qwen2-VL-7B + head), in the released layout
     resolve_random("random:qwen3-1.7b", folder)  -> folder with config, tokenizer, random weights
 
 A random model costs what the real one costs (same layers, widths, vocabulary, image tokens),
@@ -35,8 +36,18 @@ QWEN2_5_VL_7B_VISION = dict(depth=32, hidden_size=1280, intermediate_size=3420, 
                             out_hidden_size=3584, patch_size=14, spatial_merge_size=2, temporal_patch_size=2,
                             window_size=112, fullatt_block_indexes=[7, 15, 23, 31], tokens_per_second=2,
                             hidden_act="silu")
+# Qwen/Qwen2-VL-7B-Instruct config.json (flat in the original; HPSv3 is built on it)
+QWEN2_VL_7B_TEXT = dict(vocab_size=152064, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28,
+                        num_attention_heads=28, num_key_value_heads=4, max_position_embeddings=32768,
+                        rope_theta=1e6, mrope_section=[16, 24, 24])
+QWEN2_VL_7B_VISION = dict(depth=32, embed_dim=1280, hidden_size=3584, num_heads=16, mlp_ratio=4, patch_size=14,
+                          spatial_merge_size=2, temporal_patch_size=2)
+# Qwen2-VL's 151657 tokens plus <|Reward|>: the rows resize_token_embeddings(len(tokenizer)) leaves
+# (inferred from HPSv3's code; the released file's header has not been read)
+HPSV3_VOCAB_ROWS = 151658
 SHAPES = {"qwen3-1.7b": ("qwen3", QWEN3_1_7B),
-          "qwen2.5-vl-7b": ("qwen2_5_vl", (QWEN2_5_VL_7B_TEXT, QWEN2_5_VL_7B_VISION))}
+          "qwen2.5-vl-7b": ("qwen2_5_vl", (QWEN2_5_VL_7B_TEXT, QWEN2_5_VL_7B_VISION)),
+          "hpsv3": ("hpsv3", (QWEN2_VL_7B_TEXT, QWEN2_VL_7B_VISION))}
 
 
 def is_random(spec: str | None) -> bool:
@@ -50,9 +61,15 @@ def resolve_random(spec: str, folder: Path, shape: dict | tuple | None = None) -
     if name not in SHAPES:
         raise ConfigError([f"{spec}: unknown architecture; use random:{', random:'.join(SHAPES)}"], "random model")
     folder = Path(folder)
+    arch, values = SHAPES[name]
+    if arch == "hpsv3":
+        from salon.train.tiny import build_hpsv3
+
+        more_text, more_vision = shape or ({}, {})
+        return str(build_hpsv3(folder, {**values[0], **more_text}, {**values[1], **more_vision},
+                               vocab_rows=HPSV3_VOCAB_ROWS, device=_device_and_dtype()[0]))
     if (folder / "config.json").exists():
         return str(folder)
-    arch, values = SHAPES[name]
     if arch == "qwen3":
         _build_causal_lm(folder, {**values, **(shape or {})})
     else:

@@ -2,13 +2,16 @@
 
     resolve_model("tiny:qwen3", folder)          -> folder with a tiny Qwen3 causal LM + tokenizer
     resolve_model("tiny:qwen2_5_vl", folder)     -> folder with a tiny Qwen2.5-VL + processor
+    resolve_model("tiny:hpsv3", folder)          -> folder with a tiny HPSv3 in the released layout
     resolve_references("tiny:refs", folder)      -> folder with love/ and okay/ synthetic paintings
     build_lm(folder, "qwen2"), build_vl(folder, "qwen3_vl")   the builders (tests use them too)
 
 Anything not starting with `tiny:` is returned unchanged (a folder or Hub id). The models are
 random (seed 0), real transformers classes saved with `save_pretrained` and loaded back with the
-Auto classes, exactly as a real checkpoint would be; `smoke.yaml` uses them. Builders are
-idempotent: an existing folder is reused.
+Auto classes, exactly as a real checkpoint would be; `smoke.yaml` uses them. HPSv3 is saved as
+it was released instead (HPSv3.safetensors in the transformers 4.45 key layout beside base/ with
+the Qwen2-VL config and processor: salon.judges.hpsv3_model.save_released) and loads through
+salon's HPSv3 loader. Builders are idempotent: an existing folder is reused.
 """
 
 from __future__ import annotations
@@ -34,23 +37,31 @@ CORPUS = ["Painting A: Painting B: Which is the better watercolour painting? Ans
           "The quick brown fox jumps over the lazy dog. 0123456789 user assistant system"]
 POLICY_ARCHS = ("qwen2", "qwen3")
 JUDGE_ARCHS = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
+SCORER_ARCHS = ("hpsv3",)
+# HPSv3's Qwen2-VL towers at test size; the head keeps its real widths (1024, 16, 2)
+TINY_HPSV3_TEXT = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                       num_key_value_heads=2, max_position_embeddings=32768, rope_theta=1e6, mrope_section=[2, 3, 3])
+TINY_HPSV3_VISION = dict(depth=2, embed_dim=32, hidden_size=64, num_heads=4, mlp_ratio=2, patch_size=14,
+                         spatial_merge_size=2, temporal_patch_size=2)
 
 
 def is_tiny(spec: str | None) -> bool:
     return bool(spec) and str(spec).startswith("tiny:")
 
 
-def chat_tokenizer():
-    """A small byte-level BPE with Qwen's special tokens and chat template (tiny and random: models)."""
+def chat_tokenizer(extra_corpus: tuple[str, ...] = (), vocab_size: int = 400):
+    """A small byte-level BPE with Qwen's special tokens and chat template (tiny and random: models).
+    Trained on `extra_corpus` too, a long fixed prompt tokenizes to about its word count, near
+    what Qwen's 151k-token BPE charges for English."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=SPECIALS,
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIALS,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(CORPUS * 4, trainer)
+    tok.train_from_iterator((CORPUS + list(extra_corpus)) * 4, trainer)
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
                                    additional_special_tokens=SPECIALS[1:], chat_template=CHAT_TEMPLATE)
 
@@ -65,6 +76,8 @@ def resolve_model(spec: str, folder: Path) -> str:
         return spec
     arch = spec.split(":", 1)[1]
     folder = Path(folder)
+    if arch in SCORER_ARCHS:
+        return str(build_hpsv3(folder, TINY_HPSV3_TEXT, TINY_HPSV3_VISION))
     if (folder / "config.json").exists():
         return str(folder)
     if arch in POLICY_ARCHS:
@@ -72,7 +85,8 @@ def resolve_model(spec: str, folder: Path) -> str:
     elif arch in JUDGE_ARCHS:
         build_vl(folder, arch)
     else:
-        raise ConfigError([f"{spec}: unknown tiny model; use tiny:{', tiny:'.join(POLICY_ARCHS + JUDGE_ARCHS)}"],
+        raise ConfigError([f"{spec}: unknown tiny model; use tiny:"
+                           f"{', tiny:'.join(POLICY_ARCHS + JUDGE_ARCHS + SCORER_ARCHS)}"],
                           "tiny model")
     return str(folder)
 
@@ -146,6 +160,27 @@ def build_vl(folder: str | Path, arch: str = "qwen2_5_vl", seed: int = 0) -> Pat
     Processor(image_processor=Qwen2VLImageProcessor(temporal_patch_size=2, **sizes), tokenizer=tok,
               video_processor=video, chat_template=CHAT_TEMPLATE).save_pretrained(folder)
     return folder
+
+
+def build_hpsv3(folder: str | Path, text: dict, vision: dict, vocab_rows: int | None = None,
+                device: str = "cpu") -> Path:
+    """A random HPSv3 (seed 0) with the chat-template tokenizer, in the released checkpoint layout.
+    `text` needs vocab_size (default: the tokenizer's) and mrope_section; `vocab_rows` is the
+    checkpoint's embedding rows (default: the tokenizer plus <|Reward|>)."""
+    from transformers import Qwen2VLImageProcessor
+
+    from salon.judges.hpsv3 import CHECKPOINT
+    from salon.judges.hpsv3_model import save_released
+    from salon.judges.hpsv3_prompt import INSTRUCTION, TAIL
+
+    folder = Path(folder)
+    if (folder / CHECKPOINT).exists():
+        return folder
+    tok = chat_tokenizer((INSTRUCTION, TAIL), vocab_size=1200)  # the rubric costs about what it costs in Qwen
+    # Qwen2-VL-7B-Instruct's published bounds (3136..12845056 pixels): HPSv3's 420 px images are not resized again
+    image_processor = Qwen2VLImageProcessor(min_pixels=3136, max_pixels=12845056)
+    return save_released(folder, {"vocab_size": len(tok), **text}, vision, tok, image_processor,
+                         vocab_rows=vocab_rows, device=device)
 
 
 def resolve_references(spec: str, folder: Path) -> str:

@@ -378,15 +378,35 @@
     async start() {
       try {
         await session(this.root);
+        await this.modes();
         this.upcoming = this.fetchPair();
         await this.next();
       } catch (e) {
         this.sides.left.replaceChildren(h("div", { className: "salon-empty", textContent: e.message }));
       }
     }
+    // "" compares pool paintings; a run's name compares that run's checkpoints, names hidden
+    // (the pair carries opaque sample ids and the subject only: apps/app_checkpoints.py).
+    async modes() {
+      this.mode = "";
+      const sel = this.root.querySelector("[data-f=mode]");
+      const { runs } = await call("/salon/api/runs");
+      for (const r of runs) {
+        sel.append(h("option", { value: r.name, textContent: `checkpoints of ${r.name} (blind)` }));
+      }
+      sel.hidden = !runs.length;
+      sel.addEventListener("change", () => {
+        sel.blur();
+        this.mode = sel.value;
+        this.upcoming = this.fetchPair();
+        this.next();
+      });
+    }
     fetchPair() {
-      return call("/salon/api/pair").then((pair) => ({
-        pair, left: loadImage(pair.left.image), right: loadImage(pair.right.image) }));
+      const mode = this.mode;
+      const path = mode ? `/salon/api/ckpt/pair?run=${encodeURIComponent(mode)}` : "/salon/api/pair";
+      return call(path).then((pair) => ({
+        pair: Object.assign(pair, { mode }), left: loadImage(pair.left.image), right: loadImage(pair.right.image) }));
     }
     async next() {
       this.pair = null;
@@ -403,7 +423,7 @@
       for (const side of ["left", "right"]) {
         const it = got.pair[side];
         this.sides[side].replaceChildren(got[side].img, h("div", { className: "salon-caption",
-          textContent: `${it.model || "unknown model"} · ${it.subject || ""}` }));
+          textContent: got.pair.mode ? it.subject || "" : `${it.model || "unknown model"} · ${it.subject || ""}` }));
         this.sides[side].dataset.id = it.id;
       }
       this.pair = got.pair;
@@ -415,9 +435,12 @@
       if (k === "n") this.next();
       else if (!winner) return false;
       else if (this.pair) {
-        const { left, right } = this.pair;
-        S.outbox.push({ path: "/salon/api/pair", chain: `pair:${left.id}:${right.id}`,
-          body: { left: left.id, right: right.id, winner } }, performance.now());
+        const { left, right, mode } = this.pair;
+        S.outbox.push(mode
+          ? { path: "/salon/api/ckpt/pair", chain: `ckpt:${mode}:${left.id}:${right.id}`,
+            body: { run: mode, left: left.id, right: right.id, winner } }
+          : { path: "/salon/api/pair", chain: `pair:${left.id}:${right.id}`,
+            body: { left: left.id, right: right.id, winner } }, performance.now());
         this.chosen++;
         this.next();
       }

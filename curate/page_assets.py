@@ -1,0 +1,80 @@
+"""The sandbox page: what the browser is served for every sketch, and the policy it is served with.
+
+    assets = page_assets(RenderConfig())      # {path: (bytes, content type)}, served from memory
+    PAGE_CSP                                   # the Content-Security-Policy header of "/"
+
+The page is four scripts: the guard (page/guard.js, first, before anything else can run), p5,
+p5.brush and the start script (page/start.js); the sketch itself arrives later as SKETCH_PATH.
+render.py serves each path once per page and refuses every other request.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from salon.curate import gate
+from salon.pool.errors import SetupError
+
+PAGE_ORIGIN = "http://salon.sandbox"
+SKETCH_PATH = "/salon-sketch.js"
+_PAGE_DIR = Path(__file__).parent / "page"
+JS_CONTENT_TYPE = "text/javascript; charset=utf-8"
+
+
+def find_node_modules(explicit: str = "") -> Path:
+    candidates = [explicit, os.environ.get("SALON_NODE_MODULES", ""), "node_modules",
+                  str(Path(__file__).resolve().parent.parent / "node_modules")]
+    for c in filter(None, candidates):
+        p = Path(c)
+        if (p / "p5/lib/p5.min.js").is_file() and (p / "p5.brush/dist/p5.brush.js").is_file():
+            return p
+    raise SetupError("p5 and p5.brush are not installed: run `npm ci` in the salon checkout "
+                     "(or point SALON_NODE_MODULES at a node_modules folder that has them)")
+
+
+
+def page_assets(config) -> dict[str, tuple[bytes, str]]:
+    nm = find_node_modules(config.node_modules)
+    guard = (_PAGE_DIR / "guard.js").read_text()
+    guard = guard.replace("__SALON_SIZE__", str(int(config.size)))
+    guard = guard.replace("__SALON_GPU_BUDGET__", str(int(config.gpu_memory_mb) * 2**20))
+    start = (_PAGE_DIR / "start.js").read_text()
+    start = start.replace("__SALON_BARE__", json.dumps(list(gate.BARE_PRIMITIVES)))
+    start = start.replace("__SALON_TEXT__", json.dumps([c for c in gate.TEXT_CALLS if c not in gate.GLYPH_CALLS]))
+    start = start.replace("__SALON_GLYPHS__", json.dumps(list(gate.GLYPH_CALLS)))
+    start = start.replace("__SALON_SHADERS__", json.dumps(list(gate.SHADER_CALLS)))
+    start = start.replace("__SALON_DOM__", json.dumps(list(_P5_DOM)))
+    html = (
+        '<!doctype html><html><head><meta charset="utf-8"><style>html,body{margin:0;'
+        "background:#fff;overflow:hidden}</style></head><body>"
+        '<script src="/salon-guard.js"></script><script src="/p5.min.js"></script>'
+        '<script src="/p5.brush.js"></script><script src="/salon-start.js"></script></body></html>'
+    )
+    return {
+        "/": (html.encode(), "text/html; charset=utf-8"),
+        "/salon-guard.js": (guard.encode(), JS_CONTENT_TYPE),
+        "/p5.min.js": ((nm / "p5/lib/p5.min.js").read_bytes(), JS_CONTENT_TYPE),
+        "/p5.brush.js": ((nm / "p5.brush/dist/p5.brush.js").read_bytes(), JS_CONTENT_TYPE),
+        "/salon-start.js": (start.encode(), JS_CONTENT_TYPE),
+    }
+
+
+# The page's Content Security Policy: enforced by the browser in the page and in every realm
+# it could create (an about:blank frame inherits it), whatever API the sketch reaches for. Scripts
+# only from the page's own origin (each served once, the sketch included: no inline code, no
+# eval, Function or string timers, no data:/blob: imports); no connection, worker, frame, plugin,
+# image, font or media of any kind; and Trusted Types, so no string becomes HTML or script.
+PAGE_CSP = "; ".join([
+    "default-src 'none'", "script-src 'self'", "style-src 'unsafe-inline'", "img-src 'none'",
+    "connect-src 'none'", "worker-src 'none'", "frame-src 'none'", "child-src 'none'", "object-src 'none'",
+    "font-src 'none'", "media-src 'none'", "manifest-src 'none'", "form-action 'none'", "base-uri 'none'",
+    "require-trusted-types-for 'script'", "trusted-types salon",
+])
+
+
+_P5_DOM = ("createDiv createP createSpan createImg createA createSlider createButton createCheckbox "
+           "createSelect createRadio createColorPicker createInput createFileInput createVideo "
+           "createAudio createCapture createElement select selectAll removeElements saveCanvas "
+           "save saveGif saveFrames").split()

@@ -1,0 +1,242 @@
+"""HPSv3, a 7B human-preference score model, as an absolute scorer (registry name "hpsv3").
+
+    judge = load_hpsv3(model="ckpt")                     # ckpt/HPSv3.safetensors + ckpt/base/
+    judge = load_hpsv3(model="http://127.0.0.1:8000")    # a running HPSv3 service (hpsv3_remote.py)
+    judge.rate(images, prompts=None)   # [Rating(score, mu, log_sigma, reason)], one per image
+    judge.score(images)                # [score or None]: the ImageJudge protocol
+
+The checkpoint folder holds the released `HPSv3.safetensors` (MizzenAI/HPSv3, 16.6 GB) and, in
+`base/` (or beside it), Qwen2-VL-7B-Instruct's config and processor files, not its weights:
+
+    hf download MizzenAI/HPSv3 HPSv3.safetensors --local-dir ckpt
+    hf download Qwen/Qwen2-VL-7B-Instruct --exclude "*.safetensors" --local-dir ckpt/base
+
+It runs on transformers 5.x (hpsv3_model.py: the strict loader and the original forward). Each
+image is composited onto white and resized as HPSv3 resized it: to about 448x448 pixels (256 x
+28 x 28) keeping its aspect, sides multiples of 28, bicubic. A 600 px canvas lands on 420 px, not
+448 (a float rounding in the original; 225 visual tokens). The prompt fills the rubric it was
+trained with (hpsv3_prompt.py). HPSv3 gives mu and log sigma; mu has no bounds (about -10 for a
+blank canvas to +10 for the best text-to-image models), so the score is the prior art's
+`1 / (1 + exp(-mu / 4))`. A failure is a Rating with score None and the reason, never 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from PIL import Image
+
+from salon.judges.hpsv3_prompt import DEFAULT_PROMPT, REWARD_TOKEN, hpsv3_text
+from salon.judges.verdict import Rating, as_rgb
+from salon.pool.errors import ConfigError, JudgeError
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT = "HPSv3.safetensors"
+SCORE_SCALE = 4.0  # score = sigmoid(mu / 4): the prior art's service
+FACTOR = 28  # patch 14 x merge 2
+PIXELS = 256 * 28 * 28  # HPSv3's min_pixels = max_pixels
+DTYPES = ("auto", "bfloat16", "float16", "float32")
+LOCAL_ONLY = {"base": None, "dtype": "auto", "device": "auto", "attn_implementation": "sdpa"}
+
+
+def score_from_mu(mu: float) -> float:
+    return 0.5 * (1.0 + math.tanh(mu / (2.0 * SCORE_SCALE)))  # = 1 / (1 + exp(-mu / 4)), without overflow
+
+
+def is_url(model: str | None) -> bool:
+    return bool(model) and str(model).startswith(("http://", "https://"))
+
+
+def resized_size(height: int, width: int) -> tuple[int, int]:
+    """HPSv3's target (height, width): sides multiples of 28, area brought to PIXELS.
+
+    As its vendored qwen-vl-utils `smart_resize` with min_pixels = max_pixels = PIXELS: round each
+    side to 28, then scale down (floor) or up (ceil) by the area ratio when the area is off."""
+    if max(height, width) / min(height, width) > 200:
+        raise ValueError(f"aspect ratio {max(height, width) / min(height, width):.0f} is over 200")
+    h = max(FACTOR, round(height / FACTOR) * FACTOR)
+    w = max(FACTOR, round(width / FACTOR) * FACTOR)
+    if h * w > PIXELS:
+        beta = math.sqrt(height * width / PIXELS)
+        h, w = math.floor(height / beta / FACTOR) * FACTOR, math.floor(width / beta / FACTOR) * FACTOR
+    elif h * w < PIXELS:
+        beta = math.sqrt(PIXELS / (height * width))
+        h, w = math.ceil(height * beta / FACTOR) * FACTOR, math.ceil(width * beta / FACTOR) * FACTOR
+    return h, w
+
+
+def hpsv3_image(image: Image.Image) -> Image.Image:
+    """The image HPSv3 sees: transparency on white, then its resize (600x600 -> 420x420)."""
+    rgb = as_rgb(image)
+    h, w = resized_size(rgb.height, rgb.width)
+    return rgb.resize((w, h), Image.BICUBIC)
+
+
+@dataclass
+class HPSv3Config:
+    model: str  # folder with HPSv3.safetensors (or the file), or the http(s) URL of an HPSv3 service
+    base: str | None = None  # Qwen2-VL-7B-Instruct config + processor; default MODEL/base, else MODEL
+    prompt: str = DEFAULT_PROMPT
+    batch_size: int = 8  # images per forward pass; for a service, requests in flight
+    dtype: str = "auto"  # auto: bfloat16 on cuda, float32 on cpu (the head is always float32)
+    device: str = "auto"
+    attn_implementation: str = "sdpa"
+    timeout_s: float = 90.0  # service: seconds per request (a cold start took 56 s in the prior art)
+    attempts: int = 3  # service: tries per image, with backoff_s, 2 x backoff_s, ... between
+    backoff_s: float = 5.0
+
+    def __post_init__(self):
+        p = []
+        if not self.model:
+            p.append("model is empty: give the folder holding HPSv3.safetensors or a service URL")
+        if not self.prompt or REWARD_TOKEN in self.prompt:
+            p.append(f"prompt={self.prompt!r}: give a text prompt (without the {REWARD_TOKEN} token)")
+        if self.dtype not in DTYPES:
+            p.append(f"dtype={self.dtype!r}: use one of {', '.join(DTYPES)}")
+        for name, low in (("batch_size", 1), ("attempts", 1)):
+            if getattr(self, name) < low:
+                p.append(f"{name}={getattr(self, name)}: must be at least {low}")
+        if self.timeout_s <= 0:
+            p.append(f"timeout_s={self.timeout_s}: must be positive")
+        if self.backoff_s < 0:
+            p.append(f"backoff_s={self.backoff_s}: must be 0 or more")
+        if is_url(self.model):
+            p += [f"{k}={getattr(self, k)!r} applies to a local checkpoint, not to the service at {self.model}"
+                  for k, default in LOCAL_ONLY.items() if getattr(self, k) != default]
+            self.model = self.model.rstrip("/")
+        if p:
+            raise ConfigError(p, "hpsv3")
+
+
+def config_problems(kwargs: dict) -> list[str]:
+    """What is wrong with `reward.absolute_kwargs` for hpsv3 (the train config checks it early)."""
+    if not isinstance(kwargs, dict) or not kwargs.get("model"):
+        return ["reward.absolute_kwargs.model is required for hpsv3: the checkpoint folder, tiny:hpsv3, "
+                "random:hpsv3 or a service URL"]
+    try:
+        HPSv3Config(**kwargs)
+    except ConfigError as e:
+        return [f"reward.absolute_kwargs: {x}" for x in e.problems]
+    except TypeError as e:
+        return [f"reward.absolute_kwargs: {e} (known: {', '.join(HPSv3Config.__dataclass_fields__)})"]
+    return []
+
+
+def each_prompt(config: HPSv3Config, images: Sequence, prompts: Sequence[str] | None) -> list[str]:
+    """One prompt per image: the ones given, or the config's."""
+    prompts = [config.prompt] * len(images) if prompts is None else list(prompts)
+    if len(prompts) != len(images):
+        raise ValueError(f"{len(prompts)} prompts for {len(images)} images")
+    return prompts
+
+
+def released_paths(model: str, base: str | None) -> tuple[Path, str]:
+    """(HPSv3.safetensors, the base folder or Hub id) of a checkpoint folder, or what to download."""
+    path = Path(model)
+    checkpoint = path if path.suffix == ".safetensors" else path / CHECKPOINT
+    if not checkpoint.is_file():
+        raise JudgeError(f"no {CHECKPOINT} at {model}: download it (hf download MizzenAI/HPSv3 "
+                         f"{CHECKPOINT} --local-dir {path}), or give the URL of an HPSv3 service")
+    if base is None:
+        folder = checkpoint.parent
+        found = [f for f in (folder / "base", folder) if (f / "config.json").is_file()]
+        if not found:
+            raise JudgeError(f"no Qwen2-VL config beside {checkpoint}: hf download Qwen/Qwen2-VL-7B-Instruct "
+                             f'--exclude "*.safetensors" --local-dir {folder / "base"} (or pass base=)')
+        base = str(found[0])
+    return checkpoint, base
+
+
+class HPSv3Judge:
+    """HPSv3 in this process: a `RatingJudge` (verdict.py)."""
+
+    def __init__(self, config: HPSv3Config | None = None, **kwargs):
+        import torch
+
+        from salon.judges.hpsv3_model import load_released
+
+        cfg = config or HPSv3Config(**kwargs)
+        if is_url(cfg.model):
+            raise ConfigError([f"model={cfg.model} is a service URL: use load_hpsv3 (salon.judges.hpsv3_remote)"],
+                              "hpsv3")
+        checkpoint, base = released_paths(cfg.model, cfg.base)
+        device = cfg.device if cfg.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = cfg.dtype if cfg.dtype != "auto" else ("bfloat16" if device.startswith("cuda") else "float32")
+        try:
+            self.model, self.processor, self.reward_id = load_released(
+                checkpoint, base, getattr(torch, dtype), device, cfg.attn_implementation)
+        except (OSError, ValueError) as e:
+            raise JudgeError(f"could not load HPSv3 from {checkpoint} with base {base}: {e}") from e
+        self.config = cfg
+        self.name = f"hpsv3:{cfg.model}"
+        self.patch = self.model.config.vision_config.patch_size
+
+    def score(self, images: Sequence[Image.Image]) -> list[float | None]:
+        return [r.score for r in self.rate(images)]
+
+    def rate(self, images: Sequence[Image.Image], prompts: Sequence[str] | None = None) -> list[Rating]:
+        """One Rating per image; `prompts` (one per image) default to the config's prompt."""
+        prompts = each_prompt(self.config, images, prompts)
+        ratings: list[Rating | None] = [None] * len(images)
+        ready = []
+        for i, image in enumerate(images):
+            try:
+                ready.append((i, hpsv3_image(image)))
+            except (OSError, ValueError, AttributeError) as e:
+                ratings[i] = Rating(None, reason=f"could not read image: {e}")
+        size = self.config.batch_size
+        for start in range(0, len(ready), size):
+            chunk = ready[start:start + size]
+            for (i, _), rating in zip(chunk, self._rate_chunk([im for _, im in chunk], [prompts[i] for i, _ in chunk])):
+                ratings[i] = rating
+        return ratings
+
+    def inputs(self, images: Sequence[Image.Image], prompts: Sequence[str]):
+        """The processor's batch for already resized images: one user turn each, image then rubric."""
+        texts = [self.processor.apply_chat_template(
+            [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": hpsv3_text(p)}]}],
+            tokenize=False, add_generation_prompt=True) for p in prompts]
+        batch = self.processor(text=texts, images=list(images), padding=True, return_tensors="pt")
+        for image, grid in zip(images, batch["image_grid_thw"].tolist()):
+            if grid != [1, image.height // self.patch, image.width // self.patch]:
+                raise JudgeError(f"the processor resized a {image.width}x{image.height} image again (grid {grid}): "
+                                 "use Qwen2-VL-7B-Instruct's preprocessor_config.json (min_pixels 3136, "
+                                 "max_pixels 12845056) in the base folder")
+        return batch
+
+    def _rate_chunk(self, images, prompts) -> list[Rating]:
+        import torch
+
+        try:
+            batch = self.inputs(images, prompts).to(self.model.device)
+            out = self.model.reward(batch["input_ids"], batch["attention_mask"], batch["pixel_values"],
+                                    batch["image_grid_thw"], self.reward_id).tolist()
+        except (RuntimeError, ValueError, torch.cuda.OutOfMemoryError) as e:
+            # an infrastructure failure (out of memory, a bad batch): missing, never a bad painting
+            log.warning("hpsv3 forward failed: %s", e)
+            return [Rating(None, reason=f"hpsv3 failed: {type(e).__name__}: {e}")] * len(images)
+        return [rating_from(mu, log_sigma) for mu, log_sigma in out]
+
+
+def rating_from(mu, log_sigma) -> Rating:
+    """A Rating from HPSv3's two outputs; non-finite numbers (a bf16 overflow) are no answer."""
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in (mu, log_sigma)):
+        return Rating(None, reason=f"hpsv3 gave no finite answer (mu={mu!r}, log_sigma={log_sigma!r})")
+    return Rating(score_from_mu(mu), mu=float(mu), log_sigma=float(log_sigma))
+
+
+def load_hpsv3(model: str | None = None, **kwargs):
+    """The HPSv3 scorer for `model`: a local checkpoint folder, or an http(s) HPSv3 service."""
+    if not model:
+        raise ConfigError(["model is required: the folder holding HPSv3.safetensors, or a service URL"], "hpsv3")
+    cfg = HPSv3Config(model=model, **kwargs)
+    if is_url(cfg.model):
+        from salon.judges.hpsv3_remote import RemoteHPSv3
+
+        return RemoteHPSv3(cfg)
+    return HPSv3Judge(cfg)

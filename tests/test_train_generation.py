@@ -1,0 +1,251 @@
+"""grpo.generation=compiled on a CPU: the merged copy samples the policy's distribution inside TRL.
+
+A tiny Qwen3 with a LoRA, trained one real GRPOTrainer step (LoRA B starts at zero, so the step is
+what makes the adapter matter), generation through the engine as TRL's rollout_func. Float32 on a
+CPU: the merged copy and the peft model agree to 1e-5 in log-probability (the two differ only in
+the order of the additions). The static cache and the merged copy run as on a GPU; compile is off
+(grpo.generation_compile=off) except in the compilation-count test, which runs dynamo's graph
+capture with its eager backend. About 10 s on two cores.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from salon.pool.errors import ConfigError
+from salon.train.generation import CompiledGeneration, MergedPolicy, StaticDecoder, check_fits, fits, tokenize
+
+LOGPROB_TOL = 1e-5  # float32: merged (W + BA) x against W x + B(A x)
+MAX_NEW = 12
+PROMPTS = [[{"role": "user", "content": text}] for text in
+           ("A watercolour of a peach hibiscus.", "koi", "Compare composition, colour and finish of the two paintings.",
+            "The quick brown fox")]
+
+
+def completion_chars(completions, **kwargs):
+    return [float(len(c[0]["content"])) for c in completions]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A GRPOTrainer that ran one step generating through the engine (8 completions per generation:
+    per_device_train_batch_size 4 x gradient_accumulation_steps 2), and that engine."""
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers import AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from salon.train.tiny import build_lm
+
+    folder = build_lm(tmp_path_factory.mktemp("policy") / "tiny", "qwen3")
+    args = GRPOConfig(output_dir=str(tmp_path_factory.mktemp("out")), use_cpu=True, bf16=False, report_to=[],
+                      max_steps=1, learning_rate=0.05, num_generations=2, per_device_train_batch_size=4,
+                      gradient_accumulation_steps=2, max_completion_length=MAX_NEW, temperature=0.7, top_p=0.9,
+                      top_k=20, save_strategy="no", logging_steps=1, seed=0,
+                      model_init_kwargs={"dtype": "float32"}, dataloader_num_workers=0)
+    engine = CompiledGeneration(compile="off", prompt_bucket=16)
+    trainer = GRPOTrainer(model=str(folder), reward_funcs=[completion_chars], args=args,
+                          train_dataset=Dataset.from_list([{"prompt": p} for p in PROMPTS] * 4),
+                          processing_class=AutoTokenizer.from_pretrained(folder), rollout_func=engine,
+                          peft_config=LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM"))
+    engine.attach(trainer)
+    trainer.train()
+    return trainer, engine
+
+
+def logprobs(model, ids, mask):
+    with torch.no_grad():
+        return torch.log_softmax(model(input_ids=ids, attention_mask=mask).logits.float(), dim=-1)
+
+
+def padded(trainer, prompts):
+    """The prompts' ids left-padded to the longest, as TRL's transformers path pads them."""
+    rows = tokenize(prompts, trainer)
+    longest, pad = max(map(len, rows)), trainer.processing_class.pad_token_id
+    return {"input_ids": torch.tensor([[pad] * (longest - len(r)) + r for r in rows]),
+            "attention_mask": torch.tensor([[0] * (longest - len(r)) + [1] * len(r) for r in rows])}
+
+
+def test_the_copy_equals_the_policy_after_an_optimiser_step(trained):
+    trainer, engine = trained
+    assert trainer.state.global_step == 1
+    assert [(batch, (length - MAX_NEW) % 16) for batch, length in engine.decoder.shapes] == [(8, 0)]  # 8 at once
+    b = {n: p for n, p in trainer.model.named_parameters() if "lora_B" in n}
+    assert b and all(p.abs().sum() > 0 for p in b.values())  # the step moved the adapter off zero
+    inputs = padded(trainer, PROMPTS)
+    policy = logprobs(trainer.model, inputs["input_ids"], inputs["attention_mask"])
+    stale = logprobs(engine.policy.model, inputs["input_ids"], inputs["attention_mask"])
+    keep = inputs["attention_mask"].bool()
+    assert (stale - policy)[keep].abs().max() > 100 * LOGPROB_TOL  # before the refresh the copy is last step's
+
+    torch.manual_seed(0)
+    engine(PROMPTS, trainer)  # global step 1 != the copy's step 0: refreshed in place first
+    assert engine.refreshes == 1 and engine.refreshed_at == 1
+    merged = logprobs(engine.policy.model, inputs["input_ids"], inputs["attention_mask"])
+    assert (merged - policy)[keep].abs().max().item() == pytest.approx(0, abs=LOGPROB_TOL)
+
+
+def test_greedy_tokens_are_the_policys(trained):
+    trainer, engine = trained
+    engine(PROMPTS, trainer)  # brings the copy to the current step
+    cfg = trainer.generation_config.__class__.from_dict({**trainer.generation_config.to_dict(), "do_sample": False})
+    cfg.eos_token_id = None  # every row runs the full length
+    inputs = padded(trainer, PROMPTS)
+    with torch.no_grad():
+        want = trainer.model.generate(**inputs, generation_config=cfg)[:, inputs["input_ids"].shape[1]:]
+    got = engine.decoder.generate(tokenize(PROMPTS, trainer), cfg)
+    assert got.shape == (len(PROMPTS), MAX_NEW) and torch.equal(got.cpu(), want)
+
+
+@pytest.fixture
+def stopping_often(trained):
+    """40 of the vocabulary's ids end a completion (instead of one that a random model never samples)."""
+    trainer, engine = trained
+    saved = trainer.eos_token_ids, trainer.generation_config.eos_token_id, dict(trainer.generation_kwargs)
+    eos = list(range(100, 140))
+    trainer.eos_token_ids = trainer.generation_config.eos_token_id = trainer.generation_kwargs["eos_token_id"] = eos
+    yield trainer, engine, eos
+    trainer.eos_token_ids, trainer.generation_config.eos_token_id = saved[:2]
+    trainer.generation_kwargs.clear()
+    trainer.generation_kwargs.update(saved[2])
+
+
+@pytest.mark.parametrize("sampling", [dict(temperature=0.7, top_p=0.9, top_k=20),
+                                      dict(temperature=1.5, top_p=1.0, top_k=0),
+                                      dict(temperature=1.0, top_p=0.6, top_k=5, repetition_penalty=1.3)])
+def test_sampling_is_trls_own(stopping_often, sampling):
+    """Same seed, same settings: the engine's completions are those of TRL's transformers path, cut
+    after the first EOS the same way (TRL pads both alike), early-ending ones included."""
+    trainer, engine, eos = stopping_often
+    saved = {k: getattr(trainer.generation_config, k) for k in sampling}
+    for k, v in sampling.items():
+        setattr(trainer.generation_config, k, v)
+        trainer.generation_kwargs[k] = v
+    try:
+        prompts = PROMPTS * 2
+        prompt_ids = trainer._tokenize_prompts(prompts)[0]
+        assert tokenize(prompts, trainer) == prompt_ids  # the prompts TRL would have generated from
+        engine(prompts, trainer)  # copy up to date before the seeded calls
+        torch.manual_seed(1)
+        want, _ = trainer._generate_single_turn(prompt_ids, None, {}, 2)
+        torch.manual_seed(1)
+        out = engine(prompts, trainer)
+    finally:
+        for k, v in saved.items():
+            setattr(trainer.generation_config, k, v)
+            trainer.generation_kwargs[k] = v
+    assert out["prompt_ids"] == prompt_ids and out["logprobs"] is None
+    assert out["completion_ids"] == want
+    lengths = [len(c) for c in out["completion_ids"]]
+    assert max(lengths) <= MAX_NEW
+    early = [c for c in out["completion_ids"] if len(c) < MAX_NEW]
+    assert early and all(c[-1] in eos and not set(c[:-1]) & set(eos) for c in early)
+
+
+@pytest.mark.parametrize("top_k, top_p", [(3, 1.0), (0, 0.5)])
+def test_every_sampled_token_is_in_the_policys_top_k_or_nucleus(trained, top_k, top_p):
+    trainer, engine = trained
+    cfg = trainer.generation_config.__class__.from_dict({**trainer.generation_config.to_dict(), "temperature": 1.0,
+                                                         "top_k": top_k, "top_p": top_p})
+    cfg.eos_token_id = None
+    engine(PROMPTS, trainer)
+    prompt_ids = tokenize(PROMPTS, trainer)
+    torch.manual_seed(2)
+    completions = engine.decoder.generate(prompt_ids, cfg)
+    for p, c in zip(prompt_ids, completions.tolist()):
+        seq = torch.tensor([p + c])
+        probs = logprobs(trainer.model, seq, torch.ones_like(seq))[0, len(p) - 1:-1].exp()
+        for step, token in enumerate(c):
+            order = probs[step].argsort(descending=True)
+            if top_k:
+                allowed = order[:top_k]
+            else:  # the smallest set of most likely tokens whose mass reaches top_p
+                mass = probs[step][order].cumsum(0)
+                allowed = order[:int((mass < top_p).sum()) + 1]
+            assert token in allowed.tolist(), (step, token)
+
+
+@pytest.mark.parametrize("temperature, top_k, top_p", [(0.7, 20, 0.9), (1.0, 5, 1.0), (1.3, 50, 0.3), (1.0, 1, 0.95)])
+def test_the_fused_warper_gives_transformers_scores(temperature, top_k, top_p):
+    from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+
+    from salon.train.generation import TopKTopP
+
+    scores = torch.randn(16, 1000, generator=torch.Generator().manual_seed(top_k)) * 3
+    kth = scores[0].topk(top_k).values[-1]
+    scores[0, (scores[0] < kth).nonzero()[:top_k, 0]] = kth  # k more scores tie with the k-th: all kept
+    warpers = [TopKLogitsWarper(top_k)] + ([TopPLogitsWarper(top_p)] if top_p < 1 else [])
+    want = LogitsProcessorList([TemperatureLogitsWarper(temperature), *warpers])(None, scores)
+    got = TopKTopP(temperature, top_k, top_p)(None, scores)
+    assert torch.isfinite(want[0]).sum() == 2 * top_k or top_p < 1
+    rows = slice(None) if top_p == 1 else slice(1, None)  # which of tied tokens top-p cuts is either's pick
+    assert torch.equal(got[rows], want[rows])
+
+
+def test_the_loss_logprobs_and_trained_weights_are_untouched(trained):
+    trainer, engine = trained
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    inputs = padded(trainer, PROMPTS)
+    completion = torch.randint(10, 300, (len(PROMPTS), 6))
+    ids = torch.cat([inputs["input_ids"], completion], dim=1)
+    mask = torch.cat([inputs["attention_mask"], torch.ones_like(completion)], dim=1)
+
+    def loss_logps():
+        with torch.no_grad():
+            return trainer._get_per_token_logps_and_entropies(trainer.model, ids, mask, 6, batch_size=2)[0]
+
+    first = loss_logps()
+    engine.refreshed_at = None  # force a refresh, then generate
+    engine(PROMPTS, trainer)
+    assert torch.equal(loss_logps(), first)
+    assert all(torch.equal(p, before[n]) for n, p in trainer.model.named_parameters())
+
+
+def test_a_compiled_decode_step_is_compiled_once_per_shape(trained):
+    """Dynamo's graph capture for real (its eager backend: no C++ compiler on a CPU runner)."""
+    from transformers import CompileConfig
+
+    trainer, _ = trained
+    compile_config = CompileConfig(backend="eager", mode=None, dynamic=False)
+    decoder = StaticDecoder(MergedPolicy(trainer.model).model, compile=True, prompt_bucket=16,
+                            compile_config=compile_config)
+    cfg = trainer.generation_config
+    graphs = []
+    for lengths in ([5, 9], [3, 16], [20, 4], [7, 8], [30, 2]):  # buckets 16, 16, 32, 16, 32
+        decoder.generate([list(range(10, 10 + n)) for n in lengths], cfg)
+        graphs.append(decoder.compiled_graphs)
+    assert graphs[0] >= 1 and graphs[1] == graphs[0]  # another prompt length in the same bucket: none
+    assert graphs[2] > graphs[1] and graphs[4] == graphs[3] == graphs[2]  # a new bucket once, then none
+    assert decoder.shapes == {(2, 16 + MAX_NEW), (2, 32 + MAX_NEW)}
+
+
+def test_what_does_not_fit_is_refused_with_what_to_do():
+    gib = 2**30
+    assert fits(10 * gib, "cpu") and fits(2 * gib, "cuda:0", free=4 * gib)
+    with pytest.raises(ConfigError) as e:
+        check_fits(10 * gib, "cuda:0", "a merged copy of the policy", free=4 * gib)
+    assert "10.0 GiB for a merged copy" in str(e.value) and "grpo.generation=transformers" in str(e.value)
+
+
+def test_config_exposes_the_generation_batch(tmp_path):
+    from salon.train.config import config_from_dict
+    from salon.train.recipe import generation_engine, grpo_args, resolve_generation
+
+    cfg = config_from_dict({"grpo": {"use_cpu": True, "bf16": False, "num_generations": 8,
+                                     "per_device_train_batch_size": 8, "gradient_accumulation_steps": 8,
+                                     "report_to": []}})
+    resolve_generation(cfg)
+    assert cfg.grpo.generation == "transformers" and generation_engine(cfg) is None  # auto on a CPU
+    args = grpo_args(cfg, tmp_path)
+    assert args.generation_batch_size == 64 and args.steps_per_generation == 8  # 8 prompts x 8 per step
+    args = grpo_args(config_from_dict({"grpo": {"use_cpu": True, "bf16": False, "num_generations": 8,
+                                                "per_device_train_batch_size": 8, "steps_per_generation": 4,
+                                                "report_to": []}}), tmp_path)
+    assert args.generation_batch_size == 32
+    compiled = config_from_dict({"grpo": {"generation": "compiled", "generation_compile": False}})
+    assert generation_engine(compiled).compile == "off"
+    with pytest.raises(ConfigError) as e:
+        config_from_dict({"grpo": {"generation_batch_size": 12, "steps_per_generation": 2,
+                                   "generation_compile": "fast"}})
+    assert len(e.value.problems) == 3
