@@ -39,8 +39,8 @@ from salon.pool.paint import paint_fraction
 
 # The GPU path's arrangement, measured by bench_render.py --gpu --scaling 4,8,16 --pages 1,4 on
 # an H200 host with 16 cores: 8 browsers of one page each were fastest for light and heavy
-# sketches (4x4 and 8x4 slower). The path kept 14-16 of the 16 cores busy (JavaScript), so more
-# pages only queue on the CPUs.
+# sketches (4x4 and 8x4 slower). The path kept 14-16 of the 16 cores busy, so more pages only
+# queue on the CPUs.
 GPU_BROWSERS, GPU_PAGES = 8, 1
 
 
