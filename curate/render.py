@@ -147,8 +147,7 @@ class _Page:
         self.context, self.page = context, page
         self.network: list[str] = []  # what the browser saw the page try, as guard-style details
         self.crashed = False
-        self.sketch: str | None = None  # served once, as SKETCH_PATH, when the page asks for it
-        self.started = False
+        self.sketch: str | None = None  # set when the sketch starts; served once, as SKETCH_PATH
 
     def refuse(self, what: str) -> None:
         if len(self.network) < 20:
@@ -220,7 +219,7 @@ class _Browser:
 
         def console(msg):
             # the browser's own report of what the page's policy refused, in whichever frame
-            if sp.started and ("Content Security Policy" in msg.text or "Trusted Type" in msg.text):
+            if sp.sketch is not None and ("Content Security Policy" in msg.text or "Trusted Type" in msg.text):
                 sp.refuse("refused by the page's policy: " + msg.text[:160])
 
         await context.route("**/*", route)
@@ -382,7 +381,7 @@ class Renderer:
             browser.dead = True
             return RenderResult.infra(f"render_unavailable: page could not open: {e}")
         t0 = time.perf_counter()
-        sp.sketch, sp.started = code, True
+        sp.sketch = code or ""  # None (render_rejects) is served as an empty sketch: no_sketch, nothing else
         try:
             outcome = await asyncio.wait_for(
                 sp.page.evaluate("(s) => window.__salon.start(s)", int(seed) & 0xFFFFFFFF), timeout_s)

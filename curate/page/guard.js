@@ -277,10 +277,11 @@
   });
 
   // What the page shows the outside: start() once (render.py), claim() once (start.js), the API list.
-  let claimed = false, started = false;
+  let claimed = false;
   define(window, "__salon", Object.freeze({
     claim() { if (claimed) throw new TypeError("salon sandbox: already claimed"); claimed = true; return I; },
-    start(seed) { if (started) throw blocked("a second start"); started = true; return I.start(seed); },
+    // I.start sets I.started before its first await (loadSketch), so a second call is refused
+    start(seed) { if (I.started) throw blocked("a second start"); return I.start(seed); },
     get brushApi() { return I.brushApi; },
     get errors() { return I.errors.slice(); },
     get report() { I.flushDom(); return { violations: [...I.violations], details: I.details.slice(), errors: I.errors.slice(0, 20) }; },
