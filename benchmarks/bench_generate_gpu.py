@@ -88,12 +88,15 @@ def measure(engine: str, model, decoder, prompts, gen, device) -> tuple[int, flo
     first = None
     with torch.no_grad():
         if engine == "compiled":
+            gen.min_new_tokens = None  # no EOS: every row runs max_new_tokens, and the loop runs it (decode.py)
             t0 = time.perf_counter()
             decoder.generate(prompts, gen)
             sync(device)
             first = time.perf_counter() - t0
             t0 = time.perf_counter()
             produced = decoder.generate(prompts, gen).numel()
+            if decoder.last_path != "loop":
+                raise RuntimeError(f"the compiled engine ran {decoder.last_path!r}, not its decode loop")
         elif engine == "generate":
             ids = torch.tensor(prompts, device=device)
             model.generate(ids[:, :32], max_new_tokens=8, do_sample=True, pad_token_id=gen.pad_token_id)  # warm-up
@@ -118,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import GenerationConfig
     from torch._dynamo.utils import counters
 
-    from salon.train.generation import GIB, MergedPolicy, StaticDecoder
+    from salon.train.decode import GIB, StaticDecoder
+    from salon.train.generation import MergedPolicy
     from salon.train.tiny import resolve_model
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -47,6 +47,7 @@ from pathlib import Path
 from proctree import CpuMeter
 from salon.curate.page_assets import find_node_modules
 from salon.curate.render import Renderer, RenderConfig, find_chromium
+from salon.curate.render_gpu import GPU_FLAG_SETS, driver_env
 from salon.pool.errors import SetupError
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "curate" / "examples"
@@ -83,18 +84,21 @@ async def prior_art_render(browser, p5: str, brush: str, code: str, timeout_s: f
         await page.close()
 
 
-async def run_prior_art(codes: list[str], flags: list[str]) -> int:
+async def run_prior_art(codes: list[str], flags: list[str], browsers: int = 0, tabs: int = 1, env=None,
+                        steady: Steady | None = None) -> int:
+    """The prior art's renderer; `browsers`, `tabs` (pages in flight per browser) and `env` let the
+    GPU run give it the GPU path's arrangement and driver, with no sandbox page at all."""
     from playwright.async_api import async_playwright
 
     nm = find_node_modules()
     p5 = (nm / "p5/lib/p5.min.js").read_text()
     brush = (nm / "p5.brush/dist/p5.brush.js").read_text()
-    n_browsers = max(1, min(4, (os.cpu_count() or 1) - 2))
+    n_browsers = browsers or max(1, min(4, (os.cpu_count() or 1) - 2))
     async with async_playwright() as pw:
-        browsers = [await pw.chromium.launch(executable_path=find_chromium(), args=flags)
+        browsers = [await pw.chromium.launch(executable_path=find_chromium(), args=flags, env=env)
                     for _ in range(n_browsers)]
         free: asyncio.Queue = asyncio.Queue()
-        for b in browsers:
+        for b in browsers * tabs:
             free.put_nowait(b)
 
         async def one(code):
@@ -103,6 +107,8 @@ async def run_prior_art(codes: list[str], flags: list[str]) -> int:
                 return await prior_art_render(b, p5, brush, code)
             finally:
                 free.put_nowait(b)
+                if steady is not None:
+                    steady.done()
 
         ok = await asyncio.gather(*(one(c) for c in codes))
         for b in browsers:
@@ -219,20 +225,84 @@ def device_name() -> str:
     return f"{len(gpu)}x {gpu[0]}, {os.cpu_count()} cores" if gpu else f"no GPU, {os.cpu_count()} cores"
 
 
-async def render_all(codes: list[str], config: RenderConfig):
+class Steady:
+    """Steady-state throughput of a run that keeps `slots` renders in flight: renders/s and CPU between
+    the `slots`-th completion and the `slots`-th from the end, so start-up (the first wave starting
+    together) and the tail (fewer renders than slots left) stay out. A run of 18 renders on 16 slots
+    is mostly those two; the GPU run gives each arrangement WAVES x slots renders."""
+
+    def __init__(self, meter: CpuMeter, total: int, slots: int):
+        self.meter, self.total = meter, total
+        self.first = max(1, min(slots, total // 4))
+        self.last = total - self.first
+        self.count = 0
+
+    def done(self) -> None:
+        self.count += 1
+        if self.count == self.first:
+            self.t0, self.mark = time.perf_counter(), self.meter.mark()
+        if self.count == self.last:
+            self.seconds = time.perf_counter() - self.t0
+            self.cpu = self.meter.since(self.mark)
+
+    def row(self) -> dict:
+        cores = {k: round(v / self.seconds, 2) for k, v in sorted(self.cpu.items(), key=lambda kv: -kv[1]) if v > 0}
+        return {"renders": self.total, "seconds": round(self.seconds, 3),
+                "renders_per_s": round((self.last - self.first) / self.seconds, 4),
+                "cores_busy": round(sum(self.cpu.values()) / self.seconds, 2), "cores_by_process": cores}
+
+
+WAVES = 4  # renders per slot in each GPU-run arrangement
+
+
+async def render_steady(codes: list[str], config: RenderConfig, meter: CpuMeter):
     async with Renderer(config) as renderer:
-        t0 = time.perf_counter()
-        results = await renderer.render_many([(c, i) for i, c in enumerate(codes)])
-        return results, time.perf_counter() - t0, renderer
+        total = max(len(codes), WAVES * renderer.browsers * renderer.pages)
+        steady = Steady(meter, total, renderer.browsers * renderer.pages)
+
+        async def one(i):
+            result = await renderer.render(codes[i % len(codes)], i)
+            steady.done()
+            return result
+
+        results = await asyncio.gather(*(one(i) for i in range(total)))
+        return results, steady, renderer
 
 
 def rate_row(label: str, codes: list[str], config: RenderConfig) -> dict:
-    with CpuMeter() as cpu:
-        results, seconds, renderer = asyncio.run(render_all(codes, config))
-    ok = sum(r.png is not None for r in results)
+    with CpuMeter() as meter:
+        results, steady, renderer = asyncio.run(render_steady(codes, config, meter))
     return {"way": label, "gl": renderer.gl.name, "renderer": renderer.gl.renderer, "browsers": renderer.browsers,
-            "pages": renderer.pages, "renders": len(codes), "rendered": ok, "seconds": round(seconds, 3),
-            "renders_per_s": round(len(codes) / seconds, 4), "cores_busy": round(cpu.seconds / seconds, 2)}
+            "pages": renderer.pages, "rendered": sum(r.png is not None for r in results), **steady.row()}
+
+
+def forced_gpu_row(label: str, codes: list[str], flags: str, config: RenderConfig) -> dict:
+    """salon's renderer on one named GPU flag set (GPU_FLAG_SETS), whichever the probe would pick."""
+    from salon.curate import render
+    from salon.curate.render_gpu import probe_one
+
+    async def forced(mode, playwright, chromium, base_args, binary=None):
+        path = await probe_one(playwright, chromium, base_args, flags, GPU_FLAG_SETS[flags])
+        if path.error:
+            raise SetupError(f"{flags}: {path.error}")
+        return path
+
+    real, render.choose_gl_path = render.choose_gl_path, forced
+    try:
+        return rate_row(label, codes, config)
+    finally:
+        render.choose_gl_path = real
+
+
+def prior_art_row(label: str, codes: list[str], flags: list[str], browsers: int = 0, tabs: int = 1, env=None) -> dict:
+    browsers = browsers or max(1, min(4, (os.cpu_count() or 1) - 2))
+    total = max(len(codes), WAVES * browsers * tabs)
+    work = [codes[i % len(codes)] for i in range(total)]
+    with CpuMeter() as meter:
+        steady = Steady(meter, total, browsers * tabs)
+        ok = asyncio.run(run_prior_art(work, flags, browsers, tabs, env, steady))
+    return {"way": label, "gl": "vulkan-icd" if env else "swiftshader", "browsers": browsers, "pages": tabs,
+            "rendered": ok, **steady.row()}
 
 
 def gpu_run(args) -> None:
@@ -250,33 +320,57 @@ def gpu_run(args) -> None:
         print(f"GPU path unavailable: {e}", flush=True)
     gpu = "gpu_error" not in report
     best = {}
-    for kind, names in (("light", LIGHT), ("heavy", HEAVY)):
+    kinds = [(k, names) for k, names in (("light", LIGHT), ("heavy", HEAVY)) if k in args.kinds.split(",")]
+    for kind, names in kinds:
         codes = [(EXAMPLES / f"{n}.js").read_text() for n in names] * args.rounds
         rows = [rate_row("salon-gpu", codes, RenderConfig(gpu="on", browsers=args.gpu_browsers))] if gpu else []
         rows.append(rate_row("salon-swiftshader", codes, RenderConfig(gpu="off", browsers=max(1, cores // 2))))
-        prior = measure("prior-art", lambda: asyncio.run(run_prior_art(codes, BASE_FLAGS + ["--disable-gpu"])))
-        rows.append({"way": "prior-art", "gl": "swiftshader", "renders": len(codes), "rendered": prior["rendered"],
-                     "seconds": round(prior["seconds"], 3), "renders_per_s": round(len(codes) / prior["seconds"], 4),
-                     "cores_busy": round(prior["cores_busy"], 2)})
+        rows.append(prior_art_row("prior-art", codes, BASE_FLAGS + ["--disable-gpu"]))
+        if gpu:  # the prior art's bare page on the GPU, the probe's best arrangement: what the sandbox page costs
+            rows.append(prior_art_row("prior-art-gpu 4x4", codes, BASE_FLAGS + GPU_FLAG_SETS["vulkan-icd"], 4, 4,
+                                      driver_env()))
+        for flags in args.flag_sets.split(",") if gpu and args.flag_sets else []:
+            try:
+                rows.append(forced_gpu_row(f"gpu {flags}", codes, flags, RenderConfig(gpu="on", browsers=args.gpu_browsers)))
+            except SetupError as e:
+                print(f"  gpu {flags}: {e}", flush=True)
+        for arrangement in args.arrangements.split(",") if gpu and args.arrangements else []:
+            b, p = (int(x) for x in arrangement.split("x"))
+            rows.append(rate_row(f"gpu x{b} p{p}", codes, RenderConfig(gpu="on", browsers=b, pages_per_browser=p)))
         for n in scaling:
             rows.append(rate_row(f"swiftshader x{n}", codes, RenderConfig(gpu="off", browsers=n)))
             for p in (pages or [1]) if gpu else []:
                 rows.append(rate_row(f"gpu x{n} p{p}", codes, RenderConfig(gpu="on", browsers=n, pages_per_browser=p)))
-        # Best arrangement against best arrangement; each path's default is one of the rows.
-        best_gpu = max((r for r in rows if r["gl"] != "swiftshader"), key=lambda r: r["renders_per_s"], default=None)
-        best_soft = max((r for r in rows if r["gl"] == "swiftshader" and r["way"] != "prior-art"),
-                        key=lambda r: r["renders_per_s"])
+        # Best arrangement against best arrangement (salon's own ways); each path's default is one of the rows.
+        salon_rows = [r for r in rows if not r["way"].startswith("prior-art")]
+        best_gpu = max((r for r in salon_rows if r["gl"] != "swiftshader"), key=lambda r: r["renders_per_s"], default=None)
+        best_soft = max((r for r in salon_rows if r["gl"] == "swiftshader"), key=lambda r: r["renders_per_s"])
         top = best_gpu or best_soft
-        print(f"\n{kind} sketches ({len(codes)} renders) on {report['device']}")
-        print(f"  {'way':22s} {'renders/s':>10s} {'best is':>8s} {'cores busy':>11s} {'ok':>7s}")
+        print(f"\n{kind} sketches (steady state, {WAVES} renders per slot) on {report['device']}")
+        print(f"  {'way':22s} {'renders/s':>10s} {'best is':>8s} {'cores busy':>11s} {'ok':>8s}  cores by process")
         for r in rows:
+            by = " ".join(f"{k} {v:.1f}" for k, v in r["cores_by_process"].items())
             print(f"  {r['way']:22s} {r['renders_per_s']:10.3f} {top['renders_per_s'] / r['renders_per_s']:7.2f}x "
-                  f"{r['cores_busy']:11.2f} {r['rendered']:>3d}/{r['renders']}", flush=True)
+                  f"{r['cores_busy']:11.2f} {r['rendered']:>4d}/{r['renders']}  {by}", flush=True)
         report[kind] = rows
         best[kind] = {"gpu": best_gpu, "swiftshader": best_soft}
         report[f"{kind}_ratio_gpu_vs_swiftshader"] = (
             round(best_gpu["renders_per_s"] / best_soft["renders_per_s"], 3) if best_gpu else None)
         write(args.json, report)  # after each kind, so a run cut short keeps what it measured
+    if args.keep and args.json and Path(args.json).is_file():  # what this run skipped, from the file's earlier run
+        earlier = json.loads(Path(args.json).read_text())
+        if earlier.get("device") != report["device"]:
+            raise SystemExit(f"--keep: {args.json} was measured on {earlier.get('device')}, not {report['device']}")
+        skipped = [k for k in ("light", "light_ratio_gpu_vs_swiftshader", "heavy", "heavy_ratio_gpu_vs_swiftshader",
+                               "interference", "fidelity") if k not in report and k in earlier
+                   and not (k == "interference" and args.interference) and not (k == "fidelity" and args.fidelity)]
+        report.update({k: earlier[k] for k in skipped})
+        report["kept_from_an_earlier_run"] = skipped
+        best.update({k: {path: next((r for r in earlier[k] if f"{r.get('browsers')}x{r.get('pages')}" == arr
+                                     and (r["gl"] == "swiftshader") == (path == "swiftshader")
+                                     and not r["way"].startswith("prior-art")), None)
+                         for path, arr in earlier["best_arrangement"][k].items()}
+                     for k in ("light", "heavy") if k in skipped})
     report["best_arrangement"] = {k: {path: (f"{r['browsers']}x{r['pages']}" if r else None) for path, r in v.items()}
                                   for k, v in best.items()}
     report["cores_busy"] = {path: {k: (v[path]["cores_busy"] if v[path] else None) for k, v in best.items()}
@@ -314,7 +408,12 @@ def main() -> None:
     ap.add_argument("--fidelity", type=int, default=3, help="seeds per example compared across paths (--gpu; 0: skip)")
     ap.add_argument("--scaling", default="", help="browser counts to sweep on both paths, e.g. 1,2,4,8,16 (--gpu)")
     ap.add_argument("--pages", default="", help="pages per GPU browser to sweep, e.g. 1,2,4 (--gpu)")
+    ap.add_argument("--arrangements", default="", help="GPU browsers x pages to measure, e.g. 16x1,8x2,4x4 (--gpu)")
     ap.add_argument("--json", default="", help="write the --gpu run here")
+    ap.add_argument("--kinds", default="light,heavy", help="sketch lists to measure (--gpu)")
+    ap.add_argument("--flag-sets", default="", help="also salon on these GPU_FLAG_SETS, forced, e.g. angle-vulkan (--gpu)")
+    ap.add_argument("--keep", action="store_true", help="keep what this run skips (a kind, interference, fidelity) "
+                    "from --json's earlier run on the same device, listed under kept_from_an_earlier_run (--gpu)")
     ap.add_argument("--against", default="", metavar="REF",
                     help="also salon as git revision REF (or a checkout folder) had it: before/after a change, in one run")
     args = ap.parse_args()

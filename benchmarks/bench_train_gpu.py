@@ -3,6 +3,8 @@
     python benchmarks/bench_train_gpu.py --json benchmarks/results/bench_train_gpu_h200.json
     python benchmarks/bench_train_gpu.py --prompts-per-step 8 --json benchmarks/results/bench_train_gpu_64_h200.json
     python benchmarks/bench_train_gpu.py --engines compiled --add --json FILE  # one engine per call, into FILE
+    python benchmarks/bench_train_gpu.py --engines compiled --render-paths on,off \
+        --render-json benchmarks/results/bench_train_render_h200.json   # GPU against SwiftShader rendering, one run
     python benchmarks/bench_train_gpu.py --cpu --tokens 32 --steps 3       # the same code on a CPU, tiny models
 
 What runs is the real recipe (salon.train.recipe.train) from train/configs/lora_1gpu.yaml: TRL's
@@ -31,6 +33,14 @@ step, which loads and compiles, left out) of:
   optimisation_s  step_s minus TRL's whole rollout (`_generate_and_score_completions`: generation,
                   reward, log-prob passes): the loss's forward and backward and the update
   peak_memory_gib torch.cuda.max_memory_allocated over the engine's run (0 on a CPU)
+The printout (and `--steps-json`) adds, per step, reward_s (the reward function: render wait,
+judging, the archive) and logprob_s (the rest of TRL's rollout: the log-prob passes and its
+bookkeeping), so what holds a step is measured, not guessed.
+
+`--render-paths on,off` runs each engine once per render.gpu value (the first is the one written to
+--json) and writes --render-json as {device, trl, num_generations, max_completion_length, engine,
+render_paths: {VALUE: {the keys above}}}: the render wait and the step on the GPU path beside
+SwiftShader's, same engine, same run.
 """
 
 from __future__ import annotations
@@ -108,20 +118,20 @@ class Timings:
         GRPOTrainer._generate_and_score_completions = timed(real_rollout, self.rollout)
 
 
-def run_engine(args, engine: str, refs: Path) -> dict:
+def run_engine(args, engine: str, refs: Path, gpu_render: str) -> dict:
     """One engine's run in this process: {"steps": [per-step rows], "peak_memory_gib": x}."""
     import torch
 
     from salon.train.config import load_config
     from salon.train.recipe import train
 
-    overrides = [f"output_dir={Path(args.out) / engine}", f"policy.model={args.policy}", f"judge.model={args.judge}",
+    overrides = [f"output_dir={Path(args.out) / f'{engine}-{gpu_render}'}", f"policy.model={args.policy}", f"judge.model={args.judge}",
                  f"judge.references={refs}", "smoke.examples=1.0", f"grpo.max_steps={args.steps}",
                  f"grpo.save_steps={args.steps}", "grpo.warmup_steps=0", "grpo.report_to=[]", "grpo.logging_steps=1",
                  f"grpo.max_completion_length={args.tokens}", f"grpo.generation={engine}",
                  f"grpo.num_generations={NUM_GENERATIONS}", f"grpo.per_device_train_batch_size={NUM_GENERATIONS}",
                  f"grpo.gradient_accumulation_steps={args.prompts_per_step}",
-                 f"render.workers={args.workers}", f"render.browsers={args.browsers}", f"render.gpu={args.gpu_render}",
+                 f"render.workers={args.workers}", f"render.browsers={args.browsers}", f"render.gpu={gpu_render}",
                  "data.repeat=64", "audit.grid_every=0"]
     if args.cpu:
         overrides += ["grpo.use_cpu=true", "grpo.bf16=false", "grpo.gradient_checkpointing=false", "lora.r=4",
@@ -134,11 +144,14 @@ def run_engine(args, engine: str, refs: Path) -> dict:
     for step in sorted(timings.step):
         h = logs.get(step + 1, {})
         generation = timings.generation.get(step, float("nan"))
+        rollout = timings.rollout.get(step, float("nan"))
+        reward = h.get("salon/time/reward_s", float("nan"))
         steps.append({"step": step + 1, "step_s": timings.step[step], "generation_s": generation,
                       "tokens_per_s": timings.tokens.get(step, 0) / generation,
                       "render_wait_s": h.get("salon/time/render_wait_s", float("nan")),
                       "judge_s": h.get("salon/time/judge_s", float("nan")),
-                      "optimisation_s": timings.step[step] - timings.rollout.get(step, float("nan"))})
+                      "optimisation_s": timings.step[step] - rollout, "reward_s": reward,
+                      "logprob_s": rollout - generation - reward})
     memory = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else 0.0
     return {"steps": steps, "peak_memory_gib": memory}
 
@@ -156,7 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--tokens", type=int, default=2048, help="max_completion_length")
     ap.add_argument("--prompts-per-step", type=int, default=1, help="prompts x 8 completions per optimiser step")
-    ap.add_argument("--gpu-render", default="auto", help="render.gpu")
+    ap.add_argument("--gpu-render", default="auto", help="render.gpu (of the references, and of the runs without "
+                    "--render-paths)")
+    ap.add_argument("--render-paths", default="", help="render.gpu values to run each engine with, e.g. on,off")
+    ap.add_argument("--render-json", default="", help="with --render-paths: write the paths side by side here")
+    ap.add_argument("--steps-json", default="", help="every run's per-step rows, with reward_s and logprob_s")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--browsers", type=int, default=4)
     ap.add_argument("--policy", default="random:qwen3-1.7b")
@@ -168,30 +185,42 @@ def main(argv: list[str] | None = None) -> int:
                     "one engine per call where a call's time is limited")
     ap.add_argument("--one", default="", help=argparse.SUPPRESS)  # internal: run one engine, write --part
     ap.add_argument("--part", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--one-render", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.cpu and args.policy.startswith("random:"):
         args.policy, args.judge, args.gpu_render, args.workers, args.browsers = "tiny:qwen3", "tiny:qwen2_5_vl", "off", 1, 1
 
     refs = Path(args.out) / "refs"
     if args.one:
-        Path(args.part).write_text(json.dumps(run_engine(args, args.one, refs)))
+        Path(args.part).write_text(json.dumps(run_engine(args, args.one, refs, args.one_render)))
         return 0
 
     import torch
     import trl
 
     render_references(refs, args.gpu_render)
-    engines = {}
+    paths = args.render_paths.split(",") if args.render_paths else [args.gpu_render]
+    engines, by_path, all_steps, wanted = {}, {}, {}, 0
     for engine in args.engines.split(","):
-        part = Path(args.out) / f"{engine}.json"
-        cmd = [sys.executable, __file__, *(argv if argv is not None else sys.argv[1:]), "--one", engine,
-               "--part", str(part), "--out", args.out]
-        t0 = time.perf_counter()
-        if subprocess.run(cmd).returncode != 0:
-            print(f"{engine}: the run failed (its output is above)", flush=True)
-            continue
-        engines[engine] = steady_mean(json.loads(part.read_text()))
-        print(f"{engine}: {engines[engine]} ({time.perf_counter() - t0:.0f} s in all)", flush=True)
+        for gpu_render in paths:
+            wanted += 1
+            label = f"{engine}@render.gpu={gpu_render}"
+            part = Path(args.out) / f"{engine}-{gpu_render}.json"
+            cmd = [sys.executable, __file__, *(argv if argv is not None else sys.argv[1:]), "--one", engine,
+                   "--one-render", gpu_render, "--part", str(part), "--out", args.out]
+            t0 = time.perf_counter()
+            if subprocess.run(cmd).returncode != 0:
+                print(f"{label}: the run failed (its output is above)", flush=True)
+                continue
+            result = json.loads(part.read_text())
+            all_steps[label] = result["steps"]
+            for row in result["steps"]:
+                print(f"  {label} step {row['step']}: " + ", ".join(
+                    f"{k} {v:.2f}" for k, v in row.items() if k != "step"), flush=True)
+            by_path.setdefault(engine, {})[gpu_render] = steady_mean(result)
+            if gpu_render == paths[0]:
+                engines[engine] = by_path[engine][gpu_render]
+            print(f"{label}: {by_path[engine][gpu_render]} ({time.perf_counter() - t0:.0f} s in all)", flush=True)
     device = (f"{torch.cuda.device_count()}x {torch.cuda.get_device_name()}" if torch.cuda.is_available() and not args.cpu
               else "CPU") + f", {os.cpu_count()} cores"
     report = {"device": device, "trl": trl.__version__, "num_generations": NUM_GENERATIONS,
@@ -204,7 +233,14 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(report, indent=1))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
-    return 0 if len(engines) == len(args.engines.split(",")) else 1
+    if args.render_json and args.render_paths:
+        for engine, runs in by_path.items():
+            side = {**{k: v for k, v in report.items() if k != "engines"}, "engine": engine, "render_paths": runs}
+            print(json.dumps(side, indent=1))
+            Path(args.render_json).write_text(json.dumps(side, indent=1) + "\n")
+    if args.steps_json:
+        Path(args.steps_json).write_text(json.dumps({"device": device, "runs": all_steps}, indent=1) + "\n")
+    return 0 if sum(len(v) for v in by_path.values()) == wanted else 1
 
 
 if __name__ == "__main__":

@@ -55,13 +55,35 @@ def tree_pss_mb(root: int) -> float:
     return total_kb / 1024
 
 
+def process_kind(pid: int) -> str:
+    """What a process in the tree is: Chromium's gpu / renderer / utility / zygote processes by their
+    --type switch, the browser itself, Playwright's driver (node), this Python, or other (the
+    isolation wrapper, Chromium's crash handler)."""
+    if pid == os.getpid():
+        return "python"
+    try:
+        argv = (Path(f"/proc/{pid}") / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "other"
+    for arg in b" ".join(argv).split():  # Chromium's children rewrite their argv as one string
+        if arg.startswith(b"--type="):
+            kind = arg[7:].decode(errors="replace")
+            return "gpu" if kind == "gpu-process" else kind
+    head = Path(argv[0].decode(errors="replace")).name if argv and argv[0] else ""
+    if "chrom" in head or "headless_shell" in head:
+        return "browser"
+    return "driver" if head == "node" or any(b"playwright" in a for a in argv[:3]) else "other"
+
+
 class CpuMeter:
-    """CPU seconds used by the tree below this process (plus this process) while active."""
+    """CPU seconds used by the tree below this process (plus this process) while active; `mark()` and
+    `since(mark)` give a window of it, split by process kind."""
 
     def __init__(self, interval_s: float = 0.05):
         self.interval_s = interval_s
         self._last: dict[int, float] = {}
         self._start: dict[int, float] = {}
+        self._kind: dict[int, str] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -69,7 +91,10 @@ class CpuMeter:
         for pid in descendants(os.getpid()) | {os.getpid()}:
             cpu = cpu_seconds(pid)
             if cpu is not None:
-                self._start.setdefault(pid, cpu)
+                if pid not in self._start:
+                    self._start[pid] = cpu
+                if self._kind.get(pid, "zygote") == "zygote":  # a zygote's fork takes its --type a moment later
+                    self._kind[pid] = process_kind(pid)
                 self._last[pid] = cpu
 
     def _run(self) -> None:
@@ -90,3 +115,17 @@ class CpuMeter:
     @property
     def seconds(self) -> float:
         return sum(self._last[p] - self._start[p] for p in self._last)
+
+    def mark(self) -> dict[int, float]:
+        """Every process's CPU seconds now (the start of a window)."""
+        self._sample()
+        return dict(self._last)
+
+    def since(self, mark: dict[int, float]) -> dict[str, float]:
+        """CPU seconds per process kind since `mark` (a process that has ended counts to its last sample)."""
+        self._sample()
+        by_kind: dict[str, float] = {}
+        for pid, cpu in list(self._last.items()):
+            kind = self._kind.get(pid, "other")
+            by_kind[kind] = by_kind.get(kind, 0.0) + cpu - mark.get(pid, self._start[pid])
+        return by_kind

@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from salon.pool.errors import ConfigError
-from salon.train.generation import CompiledGeneration, MergedPolicy, StaticDecoder, check_fits, fits, tokenize
+from salon.train.decode import StaticDecoder, check_fits, fits
+from salon.train.generation import CompiledGeneration, MergedPolicy, tokenize
 
 LOGPROB_TOL = 1e-5  # float32: merged (W + BA) x against W x + B(A x)
 MAX_NEW = 12
@@ -95,6 +96,7 @@ def test_greedy_tokens_are_the_policys(trained):
     with torch.no_grad():
         want = trainer.model.generate(**inputs, generation_config=cfg)[:, inputs["input_ids"].shape[1]:]
     got = engine.decoder.generate(tokenize(PROMPTS, trainer), cfg)
+    assert engine.decoder.last_path == "loop"
     assert got.shape == (len(PROMPTS), MAX_NEW) and torch.equal(got.cpu(), want)
 
 
@@ -111,10 +113,11 @@ def stopping_often(trained):
     trainer.generation_kwargs.update(saved[2])
 
 
-@pytest.mark.parametrize("sampling", [dict(temperature=0.7, top_p=0.9, top_k=20),
-                                      dict(temperature=1.5, top_p=1.0, top_k=0),
-                                      dict(temperature=1.0, top_p=0.6, top_k=5, repetition_penalty=1.3)])
-def test_sampling_is_trls_own(stopping_often, sampling):
+@pytest.mark.parametrize("sampling, path", [(dict(temperature=0.7, top_p=0.9, top_k=20), "loop"),
+                                            (dict(temperature=1.5, top_p=1.0, top_k=0), "loop"),
+                                            (dict(temperature=1.0, top_p=0.6, top_k=5, repetition_penalty=1.3),
+                                             "generate")])
+def test_sampling_is_trls_own(stopping_often, sampling, path):
     """Same seed, same settings: the engine's completions are those of TRL's transformers path, cut
     after the first EOS the same way (TRL pads both alike), early-ending ones included."""
     trainer, engine, eos = stopping_often
@@ -135,6 +138,7 @@ def test_sampling_is_trls_own(stopping_often, sampling):
         for k, v in saved.items():
             setattr(trainer.generation_config, k, v)
             trainer.generation_kwargs[k] = v
+    assert engine.decoder.last_path == path  # the decode loop, or generate for what the loop does not implement
     assert out["prompt_ids"] == prompt_ids and out["logprobs"] is None
     assert out["completion_ids"] == want
     lengths = [len(c) for c in out["completion_ids"]]
@@ -170,7 +174,7 @@ def test_every_sampled_token_is_in_the_policys_top_k_or_nucleus(trained, top_k, 
 def test_the_fused_warper_gives_transformers_scores(temperature, top_k, top_p):
     from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
-    from salon.train.generation import TopKTopP
+    from salon.train.decode import TopKTopP
 
     scores = torch.randn(16, 1000, generator=torch.Generator().manual_seed(top_k)) * 3
     kth = scores[0].topk(top_k).values[-1]
@@ -181,6 +185,45 @@ def test_the_fused_warper_gives_transformers_scores(temperature, top_k, top_p):
     assert torch.isfinite(want[0]).sum() == 2 * top_k or top_p < 1
     rows = slice(None) if top_p == 1 else slice(1, None)  # which of tied tokens top-p cuts is either's pick
     assert torch.equal(got[rows], want[rows])
+
+
+def test_grouped_decode_attention_gives_eager_attentions_logits(trained):
+    """The merged copy's attention (KV heads read once per group of query heads) against transformers'
+    eager attention (KV heads repeated per query head, plain matmuls) on the same weights: a
+    left-padded prompt, then decode steps on a static cache."""
+    from transformers import StaticCache
+
+    from salon.train.decode import ATTENTION
+
+    trainer, engine = trained
+    grouped = engine.policy.model
+    assert grouped.config._attn_implementation == ATTENTION and grouped.config.num_key_value_heads < \
+        grouped.config.num_attention_heads  # grouped-query attention, so the grouped path runs
+    eager = type(grouped)(grouped.config.__class__.from_dict(grouped.config.to_dict()))
+    eager.load_state_dict(grouped.state_dict())
+    eager.config._attn_implementation = "eager"
+    inputs = padded(trainer, PROMPTS)
+    ids, mask = inputs["input_ids"], inputs["attention_mask"]
+    length = ids.shape[1] + 4
+    full = torch.cat([mask, torch.zeros(len(PROMPTS), 4, dtype=mask.dtype)], dim=1)
+    position = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 0)
+    logits = {}
+    with torch.no_grad():
+        for name, model in (("grouped", grouped), ("eager", eager)):
+            cache = StaticCache(config=model.config, max_cache_len=length)
+            model(input_ids=ids, attention_mask=mask, position_ids=position, cache=cache, use_cache=True)
+            token, pos, rows = ids[:, -1:], position[:, -1:], []
+            for step in range(4):
+                full[:, ids.shape[1] + step] = 1
+                pos = pos + 1
+                rows.append(model(input_ids=token, attention_mask=full, position_ids=pos, cache=cache,
+                                  use_cache=True).logits[:, -1])
+                token = rows[-1].argmax(-1, keepdim=True)
+            full[:, ids.shape[1]:] = 0
+            logits[name] = torch.stack(rows)
+    assert grouped.config._attn_implementation == ATTENTION and eager.config._attn_implementation == "eager"
+    assert trainer.model.config._attn_implementation != ATTENTION  # the trained model keeps its own
+    assert torch.allclose(logits["grouped"], logits["eager"], atol=1e-5, rtol=0)  # float32: summation order only
 
 
 def test_the_loss_logprobs_and_trained_weights_are_untouched(trained):

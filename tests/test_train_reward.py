@@ -183,3 +183,45 @@ def test_example_sketches_are_a_planner_the_adapter_does_not_know_about(tiny, re
     assert df["gate_passed"].tolist() == [True, True, False, False] and metrics["salon/gate_pass"] == 0.5
     assert df["completion"].tolist() == ["no sketch here"] * 4  # the policy's text is what was archived
     assert rewards[0] > 0 and rewards[2:] == [0.0, 0.0]
+
+
+def test_groups_are_scored_as_their_renders_finish_and_the_wait_is_counted_blocked():
+    """Two groups; the second's two renders finish 0.2 and 0.4 s in, the first's at 0.1 s: each group
+    comes out as soon as it is complete, the waits add up to the time the renders took (a group
+    half done is waited for too), and the loop blocks instead of polling (a handful of readiness
+    checks, not millions)."""
+    import threading
+
+    from salon.curate.render import RenderResult
+    from salon.train import reward as reward_module
+
+    samples = [dataclasses.replace(s, group=g) for s, g in zip(
+        Planner(0).plan(["p"] * 4, ["c"] * 4, 0), ["a", "a", "b", "b"])]
+    started = [RenderResult(ok=False, violations=["no_sketch"]), Future(), Future(), Future()]
+    checks = {"n": 0}
+    real_ready = reward_module._ready
+
+    def counting(x):
+        checks["n"] += 1
+        return real_ready(x)
+
+    def finish(futures, delay):
+        threading.Event().wait(delay)
+        for f in futures:
+            f.set_result(RenderResult(ok=True))
+
+    threads = [threading.Thread(target=finish, args=([started[1]], 0.1)),
+               threading.Thread(target=finish, args=([started[2]], 0.2)),
+               threading.Thread(target=finish, args=([started[3]], 0.4))]
+    reward_module._ready = counting
+    try:
+        for t in threads:
+            t.start()
+        out = list(reward_module._groups_as_rendered(samples, started))
+    finally:
+        reward_module._ready = real_ready
+        for t in threads:
+            t.join()
+    assert [[s.group for s in group] for group, _, _ in out] == [["a", "a"], ["b", "b"]]
+    assert sum(w for _, _, w in out) >= 0.35  # the renders took 0.4 s after the loop began: all of it waited
+    assert out[0][2] >= 0.05 and checks["n"] < 50

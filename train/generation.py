@@ -19,16 +19,16 @@ bound (shared/reference/generation-speed.md). This engine owns that path instead
    same way). The trained weights are only read: merging and unmerging into them would add bf16
    rounding to the base weights at every step. In-place copies keep every tensor's address, so a
    captured CUDA graph stays valid.
-2. `StaticDecoder`: transformers' own `generate` on that copy with a `StaticCache` the decoder owns
-   (allocated once per shape, reset in place) and transformers' compile path for the decode step
-   (torch.compile, mode reduce-overhead: CUDA graphs). Prompts are left-padded to a multiple of
-   `prompt_bucket` tokens, so shapes repeat across steps.
-3. Sampling is TRL's `GenerationConfig` (temperature, top-p, top-k, min-p, repetition penalty,
-   EOS ids, max_completion_length), so the logits processors are the ones TRL's path runs, on the
-   policy's logits up to the rounding of the merge, except that temperature, top-k and top-p (when
-   top-k is on and no other warper is) run as one `TopKTopP`, which gives the same scores without
-   sorting the whole vocabulary each step; completions are cut after their first EOS as TRL's
-   transformers path cuts them, and TRL pads them.
+2. `StaticDecoder` (decode.py): a `StaticCache` the decoder owns (allocated once per shape, reset
+   in place) and one compiled function per decode step, forward, warpers, sampling and EOS
+   bookkeeping together (torch.compile, mode reduce-overhead: one CUDA graph replay per token),
+   with attention that reads the KV heads as cached instead of repeating them per query head.
+   Prompts are left-padded to a multiple of `prompt_bucket` tokens, so shapes repeat across steps.
+3. Sampling is TRL's `GenerationConfig` (temperature, top-p, top-k, EOS ids, max_completion_length)
+   with generate's own warpers and sampling rule (decode.py says how it is the same), on the
+   policy's logits up to the rounding of the merge; settings the loop does not implement
+   (repetition penalty, min-p, ...) run through transformers' `generate` on the copy instead.
+   Completions are cut after their first EOS as TRL's transformers path cuts them, and TRL pads them.
 4. The loss is untouched: TRL computes its log-probabilities with the trained peft model as
    always, and this engine returns no sampling log-probs (`logprobs: None`, as TRL's own
    transformers path), so no importance-sampling term enters.
@@ -58,19 +58,16 @@ from __future__ import annotations
 
 import copy
 import logging
-import math
 import time
 
 import torch
-from transformers import AutoModelForCausalLM, CompileConfig, LogitsProcessor, LogitsProcessorList, StaticCache
+from transformers import AutoModelForCausalLM
 
 from salon.pool.errors import ConfigError
 from salon.train.config import GENERATION_COMPILE
+from salon.train.decode import ATTENTION, GIB, StaticDecoder, check_fits
 
 log = logging.getLogger(__name__)
-
-HEADROOM_BYTES = 1 << 30  # what the allocator and the decode step's temporaries need beside the copy and cache
-GIB = 2**30
 
 
 # ---- the merged copy --------------------------------------------------------------------------------
@@ -91,7 +88,9 @@ class MergedPolicy:
         self.nbytes = sum(p.numel() * p.element_size() for p in weights)
         check_fits(self.nbytes, self.device, "a merged copy of the policy")
         with torch.device(self.device):
-            self.model = AutoModelForCausalLM.from_config(base.config, dtype=self.dtype).eval()
+            # a copy of the config: from_config sets the attention on the object it is given
+            self.model = AutoModelForCausalLM.from_config(copy.deepcopy(base.config), dtype=self.dtype,
+                                                          attn_implementation=ATTENTION).eval()
         self.model.requires_grad_(False)
         self.pairs = []  # (copy's tensor, base tensor, LoRA layer whose delta is added, or None)
         for name, dst in [*self.model.named_parameters(), *self.model.named_buffers()]:
@@ -116,156 +115,12 @@ class MergedPolicy:
                 dst.copy_(src.float() + lora.get_delta_weight(self.adapter).float())
 
 
-# ---- static cache + compiled decode ------------------------------------------------------------------
-
-
-class StaticDecoder:
-    """`generate` on `model` with a static KV cache it owns and, when `compile`, transformers'
-    compiled decode step; prompts are left-padded to a multiple of `prompt_bucket`."""
-
-    def __init__(self, model, *, compile: bool, prompt_bucket: int = 256, compile_config=None):
-        self.model, self.compile, self.prompt_bucket = model, compile, prompt_bucket
-        self.compile_config = compile_config or CompileConfig(fullgraph=False, dynamic=False, mode="reduce-overhead")
-        if compile and model.device.type != "cuda":
-            self.compile_config._compile_all_devices = True  # transformers compiles on CUDA only unless told
-        self.caches: dict[tuple[int, int], object] = {}
-        self.shapes: set[tuple[int, int]] = set()
-        self.compiled_graphs = 0
-        self.last_seconds = 0.0
-
-    def cache_bytes(self, batch: int, length: int) -> int:
-        cfg = self.model.config.get_text_config(decoder=True)
-        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-        itemsize = torch.empty((), dtype=self.model.dtype).element_size()
-        return batch * length * cfg.num_hidden_layers * 2 * cfg.num_key_value_heads * head_dim * itemsize
-
-    def _cache(self, batch: int, length: int):
-        key = (batch, length)
-        if key not in self.caches:
-            need = self.cache_bytes(batch, length)
-            if self.caches and not fits(need, self.model.device):
-                log.info("compiled generation: dropping the KV caches of shapes %s for %s", list(self.caches), key)
-                self.caches.clear()
-                if self.model.device.type == "cuda":
-                    torch.cuda.empty_cache()
-            check_fits(need, self.model.device, f"a static KV cache for {batch} x {length} tokens")
-            self.caches[key] = StaticCache(config=self.model.config, max_cache_len=length)
-        cache = self.caches[key]
-        cache.reset()
-        return cache
-
-    def generation_config(self, base):
-        """`base` (TRL's GenerationConfig) with this decoder's cache and compile settings, and the
-        logits processors that replace its sampling warpers (see `TopKTopP`)."""
-        cfg = copy.deepcopy(base)
-        cfg.cache_implementation = None  # the cache is passed in
-        cfg.disable_compile = not self.compile
-        cfg.compile_config = self.compile_config if self.compile else None
-        others = [getattr(cfg, name, None) for name in ("top_h", "min_p", "epsilon_cutoff", "eta_cutoff")]
-        if not (cfg.do_sample and cfg.top_k and all(x is None for x in others)
-                and cfg.typical_p in (None, 1.0) and (cfg.num_beams or 1) == 1):
-            return cfg, []
-        warper = TopKTopP(cfg.temperature or 1.0, cfg.top_k, cfg.top_p or 1.0)
-        cfg.temperature, cfg.top_k, cfg.top_p = 1.0, 0, 1.0  # generate adds none of its own warpers
-        return cfg, [warper]
-
-    @torch.no_grad()
-    def generate(self, prompt_ids: list[list[int]], generation_config) -> torch.Tensor:
-        """Completion ids (batch, <= max_new_tokens), pad after a sequence finished, as `generate` returns."""
-        from torch._dynamo.utils import counters
-
-        cfg, warpers = self.generation_config(generation_config)
-        batch, longest = len(prompt_ids), max(len(p) for p in prompt_ids)
-        bucket = math.ceil(longest / self.prompt_bucket) * self.prompt_bucket
-        ids = torch.full((batch, bucket), cfg.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((batch, bucket), dtype=torch.long)
-        for i, p in enumerate(prompt_ids):
-            ids[i, bucket - len(p):] = torch.tensor(p, dtype=torch.long)
-            mask[i, bucket - len(p):] = 1
-        shape = (batch, bucket + cfg.max_new_tokens)
-        cache = self._cache(*shape)
-        self.model.generation_config = copy.deepcopy(cfg)  # transformers fills unset fields from the model's
-        graphs = counters["stats"]["unique_graphs"]
-        t0 = time.perf_counter()
-        out = self.model.generate(input_ids=ids.to(self.model.device), attention_mask=mask.to(self.model.device),
-                                  generation_config=cfg, logits_processor=LogitsProcessorList(warpers),
-                                  **{cache_argument(self.model): cache})
-        self.last_seconds = time.perf_counter() - t0
-        new = counters["stats"]["unique_graphs"] - graphs
-        if new and shape in self.shapes:
-            log.warning("compiled generation: %d graph(s) compiled again for a shape already seen %s", new, shape)
-        elif new:
-            log.info("compiled generation: %d graph(s) compiled for batch %d x cache %d", new, *shape)
-        self.compiled_graphs += new
-        self.shapes.add(shape)
-        return out[:, bucket:]
-
-
-class TopKTopP(LogitsProcessor):
-    """transformers' temperature, top-k and top-p warpers, in their order, with top-p computed over the
-    top-k candidates instead of a sort of the whole vocabulary (151,936 wide for Qwen3) per row and
-    step. The same scores come out: the k best scaled scores, every score tied with the k-th kept
-    as TopKLogitsWarper keeps it (up to 2k in all), then TopPLogitsWarper's rule on their ascending
-    cumulative probabilities, the most likely token always kept; -inf elsewhere. generate then
-    samples from their softmax exactly as it samples from its own warpers' output."""
-
-    def __init__(self, temperature: float, top_k: int, top_p: float):
-        self.temperature, self.top_k, self.top_p = temperature, top_k, top_p
-
-    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        if self.temperature != 1.0:
-            scores = scores / self.temperature
-        k = min(self.top_k, scores.size(-1))
-        values, indices = scores.topk(min(2 * k, scores.size(-1)), dim=-1)  # descending
-        values = values.masked_fill(values < values[..., k - 1:k], -math.inf)
-        if self.top_p < 1.0:
-            ascending = values.flip(-1)
-            remove = ascending.softmax(dim=-1).cumsum(dim=-1) <= 1 - self.top_p
-            remove[..., -1] = False
-            values = values.masked_fill(remove.flip(-1), -math.inf)
-        return torch.full_like(scores, -math.inf).scatter(-1, indices, values)
-
-
-def cache_argument(model) -> str:
-    """generate's keyword for a cache: `cache` (transformers >= 5.2x), `past_key_values` before."""
-    import inspect
-
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-
-
 def cut_after_eos(completions: torch.Tensor, eos_ids: list[int]) -> list[list[int]]:
     """Each row up to and including its first EOS (all of it if none), as TRL's transformers path cuts."""
     is_eos = torch.isin(completions, torch.tensor(eos_ids, device=completions.device))
     first = torch.where(is_eos.any(dim=1), is_eos.int().argmax(dim=1), completions.size(1))
     keep = torch.arange(completions.size(1), device=completions.device)[None, :] <= first[:, None]
     return [row[m].tolist() for row, m in zip(completions.cpu(), keep.cpu())]
-
-
-# ---- memory -----------------------------------------------------------------------------------------
-
-
-def free_bytes(device) -> int | None:
-    """What the device can still give: free memory plus what torch's allocator holds unused; None off CUDA."""
-    if torch.device(device).type != "cuda":
-        return None
-    free, _ = torch.cuda.mem_get_info(device)
-    return free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
-
-
-def fits(need: int, device, free: int | None = None) -> bool:
-    free = free_bytes(device) if free is None else free
-    return free is None or need + HEADROOM_BYTES <= free
-
-
-def check_fits(need: int, device, what: str, free: int | None = None) -> None:
-    """Refuse, before allocating, what the device cannot hold (`free` given: tests and estimates)."""
-    free = free_bytes(device) if free is None else free
-    if not fits(need, device, free):
-        raise ConfigError([f"grpo.generation=compiled needs {need / GIB:.1f} GiB for {what} (+{HEADROOM_BYTES / GIB:.0f} "
-                           f"GiB headroom), and {device} has {free / GIB:.1f} GiB free: use grpo.generation=transformers "
-                           "(samples from the trained weights, no copy), or lower grpo.max_completion_length or the "
-                           "generation batch (grpo.per_device_train_batch_size x grpo.steps_per_generation)"],
-                          "salon train")
 
 
 # ---- the TRL side -----------------------------------------------------------------------------------
@@ -320,6 +175,7 @@ class CompiledGeneration:
                                        trainer.eos_token_ids)
         tokens = sum(len(c) for c in completion_ids)
         for name, value in (("compiled_graphs", self.decoder.compiled_graphs), ("shapes", len(self.decoder.shapes)),
+                            ("decode_loop", self.decoder.last_path == "loop"),
                             ("copy_gib", self.policy.nbytes / GIB),
                             ("kv_cache_gib", sum(self.decoder.cache_bytes(*k) for k in self.decoder.caches) / GIB),
                             ("tokens_per_s", tokens / max(self.decoder.last_seconds, 1e-9))):

@@ -134,17 +134,21 @@ class RewardAdapter:
 
 
 def _groups_as_rendered(samples: list[Sample], started: list):
-    """Yield (samples, results, seconds waited) per group, each as soon as all its renders are done."""
+    """Yield (samples, results, seconds waited) per group, each as soon as all its renders are done;
+    the wait is counted from the previous group on, and spent blocked, not polling."""
     pending: dict[str, list[int]] = {}
     for i, s in enumerate(samples):
         pending.setdefault(s.group, []).append(i)
+    waited = 0.0
     while pending:
-        futures = [started[i] for idx in pending.values() for i in idx if isinstance(started[i], Future)]
-        tw = time.perf_counter()
-        if futures and not any(f.done() for f in futures):
-            wait(futures, return_when=FIRST_COMPLETED)
-        waited = time.perf_counter() - tw
-        for group in [g for g, idx in pending.items() if all(_ready(started[i]) for i in idx)]:
+        ready = [g for g, idx in pending.items() if all(_ready(started[i]) for i in idx)]
+        if not ready:  # then some render is still running: block until one finishes
+            running = [started[i] for idx in pending.values() for i in idx if not _ready(started[i])]
+            tw = time.perf_counter()
+            wait(running, return_when=FIRST_COMPLETED)
+            waited += time.perf_counter() - tw
+            continue
+        for group in ready:
             idx = pending.pop(group)
             yield [samples[i] for i in idx], [_result(started[i]) for i in idx], waited
             waited = 0.0

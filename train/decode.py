@@ -1,0 +1,310 @@
+"""The decode loop of `grpo.generation: compiled`: a static KV cache, one captured step per token.
+
+    decoder = StaticDecoder(model, compile=True, prompt_bucket=256)
+    completions = decoder.generate(prompt_ids, trl_generation_config)   # (batch, <= max_new_tokens)
+
+transformers' `generate` with its compile path still runs Python between steps: building inputs,
+the logits processors, sampling, the stopping criteria, and a device-to-host sync per token to
+ask whether every row has finished. On an H200 at batch 8 that is about half of each 5-8 ms step
+(shared/reference/generation-speed.md, benchmarks/bench_generate_gpu.py). Here one compiled
+function is the whole step: the model's forward on the last token, temperature / top-k / top-p,
+sampling, EOS bookkeeping. With torch.compile's reduce-overhead mode it is one CUDA graph replay
+per token, and the loop asks the device whether every row finished only every `SYNC_EVERY` steps.
+
+Exactly generate's distribution and, on the same device and seed, its tokens: the same position
+ids (left padding included), the same 2D attention mask growing by one position per step (a
+static buffer filled in place), `logits_to_keep=1`, the same warpers in the same order (TopKTopP
+stands for temperature + top-k + top-p, with the same scores), and sampling by the exponential
+trick that `torch.multinomial` itself uses for one sample (argmax of p / Exp(1)), which needs no
+sync. Finished rows get the pad token, as in generate. Sampling settings this loop does not
+implement (repetition penalty, min-p, ...: `UNSUPPORTED_FIELDS`) run through transformers'
+`generate` on the same model and cache, slower but exact.
+
+Attention. Under torch.compile, transformers' SDPA integration repeats the 8 KV heads of a
+Qwen3-1.7B to its 16 query heads for every decode step (`repeat_kv`): at 8 x 2,648 cached tokens
+that writes and reads again 4.9 GB per step, twice the cache itself. `grouped_decode_attention`
+(registered as the merged copy's attention, "salon_grouped_decode") instead folds each KV head's
+query heads into the query length, as transformers does itself outside compile (`pack_gqa`), and
+calls SDPA on the cache as it is. Prefill (more than one query) runs transformers' SDPA path.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import time
+
+import torch
+from transformers import (AttentionInterface, CompileConfig, LogitsProcessor,
+                          StaticCache, TemperatureLogitsWarper, TopPLogitsWarper)
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+from salon.pool.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+ATTENTION = "salon_grouped_decode"
+HEADROOM_BYTES = 1 << 30  # what the allocator and the decode step's temporaries need beside the copy and cache
+GIB = 2**30
+SYNC_EVERY = 32  # decode steps between asking the device whether every row has finished
+# GenerationConfig fields that add logits processors or stopping rules the loop does not implement
+# when set (not None, zero, empty or False, nor their NEUTRAL value): such a config runs through
+# transformers' generate instead.
+NEUTRAL = {"repetition_penalty": 1.0, "encoder_repetition_penalty": 1.0, "typical_p": 1.0, "num_beams": 1,
+           "num_return_sequences": 1, "num_beam_groups": 1, "guidance_scale": 1.0}
+UNSUPPORTED_FIELDS = (
+    "repetition_penalty", "encoder_repetition_penalty", "no_repeat_ngram_size", "encoder_no_repeat_ngram_size",
+    "bad_words_ids", "min_length", "min_new_tokens", "forced_bos_token_id", "forced_eos_token_id", "suppress_tokens",
+    "begin_suppress_tokens", "sequence_bias", "guidance_scale", "watermarking_config", "min_p", "typical_p",
+    "epsilon_cutoff", "eta_cutoff", "top_h", "renormalize_logits", "num_beams", "num_return_sequences",
+    "stop_strings", "max_time", "exponential_decay_length_penalty", "remove_invalid_values", "penalty_alpha",
+    "prompt_lookup_num_tokens", "diversity_penalty", "num_beam_groups", "low_memory", "token_healing")
+
+
+def grouped_decode_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None,
+                             is_causal=None, **kwargs):
+    """SDPA for one query token without repeating the KV heads: query (B, H, 1, D) becomes
+    (B, KV, H/KV, D) against key/value (B, KV, L, D); a mask shared by all heads broadcasts."""
+    groups = getattr(module, "num_key_value_groups", 1)
+    shared_mask = attention_mask is None or attention_mask.shape[1] == 1
+    if query.shape[2] != 1 or groups == 1 or not shared_mask or kwargs.get("position_bias") is not None:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                      is_causal=is_causal, **kwargs)
+    batch, heads, _, dim = query.shape
+    out = torch.nn.functional.scaled_dot_product_attention(
+        query.reshape(batch, heads // groups, groups, dim), key, value, attn_mask=attention_mask, scale=scaling)
+    return out.reshape(batch, heads, 1, dim).transpose(1, 2).contiguous(), None
+
+
+AttentionInterface.register(ATTENTION, grouped_decode_attention)
+AttentionMaskInterface.register(ATTENTION, sdpa_mask)
+
+
+class TopKTopP(LogitsProcessor):
+    """transformers' temperature, top-k and top-p warpers, in their order, with top-p computed over the
+    top-k candidates instead of a sort of the whole vocabulary (151,936 wide for Qwen3) per row and
+    step. The same scores come out: the k best scaled scores, every score tied with the k-th kept
+    as TopKLogitsWarper keeps it (up to 2k in all), then TopPLogitsWarper's rule on their ascending
+    cumulative probabilities, the most likely token always kept; -inf elsewhere."""
+
+    def __init__(self, temperature: float, top_k: int, top_p: float):
+        self.temperature, self.top_k, self.top_p = temperature, top_k, top_p
+
+    def __call__(self, input_ids: torch.Tensor | None, scores: torch.Tensor) -> torch.Tensor:
+        if self.temperature != 1.0:
+            scores = scores / self.temperature
+        k = min(self.top_k, scores.size(-1))
+        values, indices = scores.topk(min(2 * k, scores.size(-1)), dim=-1)  # descending
+        values = values.masked_fill(values < values[..., k - 1:k], -math.inf)
+        if self.top_p < 1.0:
+            ascending = values.flip(-1)
+            remove = ascending.softmax(dim=-1).cumsum(dim=-1) <= 1 - self.top_p
+            remove[..., -1] = False
+            values = values.masked_fill(remove.flip(-1), -math.inf)
+        return torch.full_like(scores, -math.inf).scatter(-1, indices, values)
+
+
+def loop_warpers(cfg) -> list | None:
+    """The warpers generate would apply for `cfg`, when the loop can run it; None when it cannot."""
+    for name in UNSUPPORTED_FIELDS:
+        value = getattr(cfg, name, None)
+        unset = value is None or value is False or (isinstance(value, (list, tuple, dict)) and not value) \
+            or (isinstance(value, (int, float)) and value == 0)
+        if not unset and value != NEUTRAL.get(name):
+            return None
+    if not cfg.do_sample:
+        return []
+    temperature, top_k, top_p = cfg.temperature or 1.0, cfg.top_k or 0, cfg.top_p or 1.0
+    if top_k:
+        return [TopKTopP(temperature, top_k, top_p)]
+    return ([TemperatureLogitsWarper(temperature)] if temperature != 1.0 else []) + \
+        ([TopPLogitsWarper(top_p)] if top_p < 1.0 else [])
+
+
+def eos_ids(cfg) -> list[int]:
+    eos = cfg.eos_token_id
+    return [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
+
+
+class StaticDecoder:
+    """Completions from `model` with a static KV cache it owns, one compiled step per token when
+    `compile`; prompts are left-padded to a multiple of `prompt_bucket` so shapes repeat."""
+
+    def __init__(self, model, *, compile: bool, prompt_bucket: int = 256, compile_config=None):
+        self.model, self.compile, self.prompt_bucket = model, compile, prompt_bucket
+        cc = compile_config or CompileConfig(fullgraph=True, dynamic=False, mode="reduce-overhead")
+        self.compile_config = cc
+        self.step = self._step
+        if compile:
+            options = {"backend": cc.backend, "fullgraph": cc.fullgraph, "dynamic": cc.dynamic}
+            self.step = torch.compile(self._step, **options, **({"mode": cc.mode} if cc.mode else {}))
+        self.cache_kw = cache_argument(model)
+        self.caches: dict[tuple[int, int], StaticCache] = {}
+        self.shapes: set[tuple[int, int]] = set()  # (batch, cache length) seen
+        self.compiled_for: set[tuple] = set()  # (shape, sampling settings): what one compiled step is specific to
+        self.compiled_graphs = 0
+        self.last_seconds = 0.0
+        self.last_path = ""  # "loop" or "generate": which ran the last call
+        self.loop_error: str | None = None  # why the compiled loop was given up, if it was
+
+    def cache_bytes(self, batch: int, length: int) -> int:
+        cfg = self.model.config.get_text_config(decoder=True)
+        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        itemsize = torch.empty((), dtype=self.model.dtype).element_size()
+        return batch * length * cfg.num_hidden_layers * 2 * cfg.num_key_value_heads * head_dim * itemsize
+
+    def _cache(self, batch: int, length: int) -> StaticCache:
+        key = (batch, length)
+        if key not in self.caches:
+            need = self.cache_bytes(batch, length)
+            if self.caches and not fits(need, self.model.device):
+                log.info("compiled generation: dropping the KV caches of shapes %s for %s", list(self.caches), key)
+                self.caches.clear()
+                if self.model.device.type == "cuda":
+                    torch.cuda.empty_cache()
+            check_fits(need, self.model.device, f"a static KV cache for {batch} x {length} tokens")
+            self.caches[key] = StaticCache(config=self.model.config, max_cache_len=length)
+        cache = self.caches[key]
+        cache.reset()
+        return cache
+
+    def _step(self, token, position, mask, unfinished, cache, warpers: list, do_sample: bool, eos, pad: int):
+        """One token per row: the forward on `token` at `position`, the warpers, a sample (or argmax);
+        rows already finished get `pad`. Returns (tokens, still unfinished)."""
+        logits = self.model(input_ids=token, attention_mask=mask, position_ids=position, use_cache=True,
+                            logits_to_keep=1, **{self.cache_kw: cache}).logits[:, -1].float()
+        chosen = choose(logits, warpers, do_sample)
+        chosen = torch.where(unfinished, chosen, pad)
+        return chosen, unfinished & ~(chosen[:, None] == eos[None, :]).any(-1)
+
+    @torch.no_grad()
+    def generate(self, prompt_ids: list[list[int]], generation_config) -> torch.Tensor:
+        """Completion ids (batch, <= max_new_tokens), pad after a row finished, as `generate` returns."""
+        from torch._dynamo.utils import counters
+
+        cfg = copy.deepcopy(generation_config)
+        batch, longest = len(prompt_ids), max(len(p) for p in prompt_ids)
+        bucket = math.ceil(longest / self.prompt_bucket) * self.prompt_bucket
+        pad = cfg.pad_token_id if cfg.pad_token_id is not None else 0
+        device = self.model.device
+        ids = torch.full((batch, bucket), pad, dtype=torch.long)
+        mask = torch.zeros((batch, bucket + cfg.max_new_tokens), dtype=torch.long)
+        for i, p in enumerate(prompt_ids):
+            ids[i, bucket - len(p):] = torch.tensor(p, dtype=torch.long)
+            mask[i, bucket - len(p):bucket] = 1
+        ids, mask = ids.to(device), mask.to(device)
+        shape = (batch, bucket + cfg.max_new_tokens)
+        cache = self._cache(*shape)
+        graphs = counters["stats"]["unique_graphs"]
+        warpers = loop_warpers(cfg)
+        settings = (shape, cfg.do_sample, pad, repr([vars(w) for w in warpers or []]))
+        t0 = time.perf_counter()
+        out, self.last_path = None, "loop"
+        if warpers is not None and self.loop_error is None:
+            try:
+                out = self._loop(ids, mask, cfg, warpers, cache, pad)
+            except Exception as e:  # a compile or capture failure must not end a training run
+                if not self.compile:
+                    raise
+                self.loop_error = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+                log.warning("compiled generation: the decode loop failed (%s); generating with transformers' "
+                            "generate and a compiled forward from now on. grpo.generation_compile=off runs the loop "
+                            "uncompiled", self.loop_error)
+                cache.reset()
+        if out is None:
+            out, self.last_path = self._generate(ids, mask[:, :bucket], cfg, cache), "generate"
+        self.last_seconds = time.perf_counter() - t0
+        new = counters["stats"]["unique_graphs"] - graphs
+        if new and settings in self.compiled_for:
+            log.warning("compiled generation: %d graph(s) compiled again for a shape and sampling settings already "
+                        "seen %s", new, settings)
+        elif new:
+            log.info("compiled generation: %d graph(s) compiled for batch %d x cache %d", new, *shape)
+        self.compiled_graphs += new
+        self.shapes.add(shape)
+        self.compiled_for.add(settings)
+        return out
+
+    def _loop(self, ids, mask, cfg, warpers, cache, pad: int) -> torch.Tensor:
+        batch, bucket = ids.shape
+        prompt_mask = mask[:, :bucket]
+        position = (prompt_mask.cumsum(-1) - 1).masked_fill(prompt_mask == 0, 0)
+        eos = torch.tensor(eos_ids(cfg) or [-1], dtype=torch.long, device=ids.device)
+        unfinished = torch.ones(batch, dtype=torch.bool, device=ids.device)
+        out = torch.full((batch, cfg.max_new_tokens), pad, dtype=torch.long, device=ids.device)
+        # prefill, eager: its shape changes with the bucket, and it runs once per call
+        token, unfinished = self._step(ids, position, prompt_mask, unfinished, cache, warpers, cfg.do_sample, eos, pad)
+        out[:, 0] = token
+        position = position[:, -1:]
+        steps = 1
+        for i in range(1, cfg.max_new_tokens):
+            if i % SYNC_EVERY == 0 and not bool(unfinished.any()):
+                break
+            mask[:, bucket + i - 1] = 1  # the token fed now is attended from here on
+            position = position + 1
+            if self.compile:
+                torch.compiler.cudagraph_mark_step_begin()  # the last replay's outputs are read: copied below
+            token, unfinished = self.step(out[:, i - 1:i], position, mask, unfinished, cache, warpers, cfg.do_sample,
+                                          eos, pad)
+            out[:, i] = token
+            unfinished = unfinished.clone()
+            steps = i + 1
+        return out[:, :steps]
+
+    def _generate(self, ids, prompt_mask, cfg, cache) -> torch.Tensor:
+        """transformers' generate on the same model and cache, for settings the loop does not run (its
+        compile path, when on, compiles the forward alone)."""
+        cfg.cache_implementation = None  # the cache is passed in
+        cfg.disable_compile = not self.compile
+        cfg.compile_config = self.compile_config if self.compile else None
+        self.model.generation_config = copy.deepcopy(cfg)  # transformers fills unset fields from the model's
+        out = self.model.generate(input_ids=ids, attention_mask=prompt_mask, generation_config=cfg,
+                                  **{self.cache_kw: cache})
+        return out[:, ids.shape[1]:]
+
+
+def cache_argument(model) -> str:
+    """The forward's keyword for a cache: `cache` (transformers >= 5.2x), `past_key_values` before."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def choose(logits: torch.Tensor, warpers: list, do_sample: bool) -> torch.Tensor:
+    """generate's choice of the next token: its warpers, then argmax, or a sample from the softmax
+    by the exponential trick (what torch.multinomial does for one sample, minus its sync)."""
+    for warper in warpers:
+        logits = warper(None, logits)
+    if not do_sample:
+        return logits.argmax(dim=-1)
+    probs = logits.softmax(dim=-1)
+    return (probs / torch.empty_like(probs).exponential_(1)).argmax(dim=-1)
+
+
+# ---- memory (the merged copy and the caches) -----------------------------------------------------------------------------------------
+
+
+def free_bytes(device) -> int | None:
+    """What the device can still give: free memory plus what torch's allocator holds unused; None off CUDA."""
+    if torch.device(device).type != "cuda":
+        return None
+    free, _ = torch.cuda.mem_get_info(device)
+    return free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+
+
+def fits(need: int, device, free: int | None = None) -> bool:
+    free = free_bytes(device) if free is None else free
+    return free is None or need + HEADROOM_BYTES <= free
+
+
+def check_fits(need: int, device, what: str, free: int | None = None) -> None:
+    """Refuse, before allocating, what the device cannot hold (`free` given: tests and estimates)."""
+    free = free_bytes(device) if free is None else free
+    if not fits(need, device, free):
+        raise ConfigError([f"grpo.generation=compiled needs {need / GIB:.1f} GiB for {what} (+{HEADROOM_BYTES / GIB:.0f} "
+                           f"GiB headroom), and {device} has {free / GIB:.1f} GiB free: use grpo.generation=transformers "
+                           "(samples from the trained weights, no copy), or lower grpo.max_completion_length or the "
+                           "generation batch (grpo.per_device_train_batch_size x grpo.steps_per_generation)"],
+                          "salon train")
