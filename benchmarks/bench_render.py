@@ -24,14 +24,22 @@ the machine slows every way alike; run it on a quiet machine for absolute number
 On a GPU node (`--gpu`), two more ways run on the same sketches, and the run is written as JSON:
   salon-gpu        RenderConfig(gpu="on"): WebGL on the node's NVIDIA GPU (curate/render_gpu.py)
   salon            stays RenderConfig(gpu="off"): SwiftShader on the node's cores
-`--scaling 1,2,4,8,16` renders the sketches with that many browsers on each path (and
-`--pages 1,2,4` pages per GPU browser, each combination); the ratio is the best GPU arrangement's
-renders/s over the best SwiftShader arrangement's, on the same host in the same run. Then
+Each arrangement renders WAVES (4) x its slots (browsers x pages) sketches and is measured in
+steady state: renders/s and CPU between the first and the last full wave, the CPU split by
+process kind (renderer, gpu, browser, Playwright's driver, this Python). `--scaling 1,2,4,8,16`
+adds that many browsers on each path (and `--pages 1,2,4` pages per GPU browser, each
+combination), `--arrangements 16x1,8x2` GPU arrangements alone, `--flag-sets angle-vulkan` salon
+on a GPU flag set the probe would not pick, and a `prior-art-gpu 4x4` row runs the prior art's
+bare page on the GPU path (what the sandbox page costs there). The ratio is the best GPU row's
+renders/s over the best SwiftShader row's, salon's rows only, on the same host in the same run;
+`--kinds heavy` and `--keep` (what this run skips, kept from --json's earlier run on the same
+device and listed under kept_from_an_earlier_run) shorten a run. Then
 (benchmarks/gpu_render_checks.py) a bf16 matmul loop's slowdown while rendering for
 `--interference` seconds, and fidelity: every bundled example at `--fidelity` seeds on both
 paths (pixels off by more than 16 in a channel, image judges and a pairwise judge on both).
 
-    python benchmarks/bench_render.py --gpu --scaling 1,2,4,8,16 --json benchmarks/results/bench_render_gpu_h200.json
+    python benchmarks/bench_render.py --gpu --arrangements 16x1,8x2,4x4 --flag-sets angle-vulkan \
+        --json benchmarks/results/bench_render_gpu_h200.json
 """
 
 from __future__ import annotations
@@ -313,6 +321,10 @@ def gpu_run(args) -> None:
     scaling = [int(n) for n in args.scaling.split(",")] if args.scaling else []
     pages = [int(n) for n in args.pages.split(",")] if args.pages else []
     report = {"device": device_name(), "rounds": args.rounds, "sketches": {"light": LIGHT, "heavy": HEAVY}}
+    # read before this run writes the file: what --keep takes from the earlier run
+    earlier = json.loads(Path(args.json).read_text()) if args.keep and args.json and Path(args.json).is_file() else None
+    if earlier and earlier.get("device") != report["device"]:
+        raise SystemExit(f"--keep: {args.json} was measured on {earlier.get('device')}, not {report['device']}")
     try:
         asyncio.run(warm_salon(RenderConfig(gpu="on", browsers=1)))
     except SetupError as e:  # no GPU path here: measure SwiftShader and the prior art, and say why
@@ -341,10 +353,7 @@ def gpu_run(args) -> None:
             rows.append(rate_row(f"swiftshader x{n}", codes, RenderConfig(gpu="off", browsers=n)))
             for p in (pages or [1]) if gpu else []:
                 rows.append(rate_row(f"gpu x{n} p{p}", codes, RenderConfig(gpu="on", browsers=n, pages_per_browser=p)))
-        # Best arrangement against best arrangement (salon's own ways); each path's default is one of the rows.
-        salon_rows = [r for r in rows if not r["way"].startswith("prior-art")]
-        best_gpu = max((r for r in salon_rows if r["gl"] != "swiftshader"), key=lambda r: r["renders_per_s"], default=None)
-        best_soft = max((r for r in salon_rows if r["gl"] == "swiftshader"), key=lambda r: r["renders_per_s"])
+        best_gpu, best_soft = best_rows(rows)
         top = best_gpu or best_soft
         print(f"\n{kind} sketches (steady state, {WAVES} renders per slot) on {report['device']}")
         print(f"  {'way':22s} {'renders/s':>10s} {'best is':>8s} {'cores busy':>11s} {'ok':>8s}  cores by process")
@@ -357,21 +366,10 @@ def gpu_run(args) -> None:
         report[f"{kind}_ratio_gpu_vs_swiftshader"] = (
             round(best_gpu["renders_per_s"] / best_soft["renders_per_s"], 3) if best_gpu else None)
         write(args.json, report)  # after each kind, so a run cut short keeps what it measured
-    if args.keep and args.json and Path(args.json).is_file():  # what this run skipped, from the file's earlier run
-        earlier = json.loads(Path(args.json).read_text())
-        if earlier.get("device") != report["device"]:
-            raise SystemExit(f"--keep: {args.json} was measured on {earlier.get('device')}, not {report['device']}")
-        skipped = [k for k in ("light", "light_ratio_gpu_vs_swiftshader", "heavy", "heavy_ratio_gpu_vs_swiftshader",
-                               "interference", "fidelity") if k not in report and k in earlier
-                   and not (k == "interference" and args.interference) and not (k == "fidelity" and args.fidelity)]
-        report.update({k: earlier[k] for k in skipped})
-        report["kept_from_an_earlier_run"] = skipped
-        best.update({k: {path: next((r for r in earlier[k] if f"{r.get('browsers')}x{r.get('pages')}" == arr
-                                     and (r["gl"] == "swiftshader") == (path == "swiftshader")
-                                     and not r["way"].startswith("prior-art")), None)
-                         for path, arr in earlier["best_arrangement"][k].items()}
-                     for k in ("light", "heavy") if k in skipped})
-    report["best_arrangement"] = {k: {path: (f"{r['browsers']}x{r['pages']}" if r else None) for path, r in v.items()}
+    if earlier:
+        keep_earlier(report, earlier, best, measured=[k for k, v in (("interference", args.interference),
+                                                                      ("fidelity", args.fidelity)) if v])
+    report["best_arrangement"] = {k: {path: (arrangement_name(r) if r else None) for path, r in v.items()}
                                   for k, v in best.items()}
     report["cores_busy"] = {path: {k: (v[path]["cores_busy"] if v[path] else None) for k, v in best.items()}
                             for path in ("gpu", "swiftshader")}
@@ -388,6 +386,32 @@ def gpu_run(args) -> None:
         print(f"  fidelity over {len(report['fidelity']['rows'])} images: {json.dumps(summary)}")
     write(args.json, report)
     print(f"wrote {args.json}")
+
+
+def best_rows(rows: list[dict]) -> tuple[dict | None, dict]:
+    """The best GPU and the best SwiftShader arrangement among salon's own rows (not the prior art's):
+    best against best, each path's default being one of the rows."""
+    salon = [r for r in rows if not r["way"].startswith("prior-art")]
+    best_gpu = max((r for r in salon if r["gl"] != "swiftshader"), key=lambda r: r["renders_per_s"], default=None)
+    return best_gpu, max((r for r in salon if r["gl"] == "swiftshader"), key=lambda r: r["renders_per_s"])
+
+
+def arrangement_name(row: dict) -> str:
+    """browsers x pages, and the GPU flag set when it is not the one the probe picks first."""
+    name = f"{row['browsers']}x{row['pages']}"
+    return name + f" {row['gl']}" if row["gl"] not in ("swiftshader", next(iter(GPU_FLAG_SETS))) else name
+
+
+def keep_earlier(report: dict, earlier: dict, best: dict, measured: list[str]) -> None:
+    """Fill in what this run skipped (a sketch kind, interference, fidelity) from the same device's earlier
+    run, and name it under kept_from_an_earlier_run."""
+    skipped = [k for k in ("light", "light_ratio_gpu_vs_swiftshader", "heavy", "heavy_ratio_gpu_vs_swiftshader",
+                           "interference", "fidelity") if k not in report and k in earlier and k not in measured]
+    report.update({k: earlier[k] for k in skipped})
+    report["kept_from_an_earlier_run"] = skipped
+    for kind in ("light", "heavy"):
+        if kind in skipped:
+            best[kind] = dict(zip(("gpu", "swiftshader"), best_rows(earlier[kind])))
 
 
 def write(path: str, report: dict) -> None:

@@ -37,18 +37,23 @@ from salon.curate.render_gpu import GPU_MODES, GLPath, choose_gl_path, driver_en
 from salon.pool.errors import ConfigError, SetupError
 from salon.pool.paint import paint_fraction
 
-# The GPU path's arrangement, measured by bench_render.py --gpu --scaling 4,8,16 --pages 1,4 on
-# an H200 host with 16 cores: 8 browsers of one page each were fastest for light and heavy
-# sketches (4x4 and 8x4 slower). The path kept 14-16 of the 16 cores busy, so more pages only
-# queue on the CPUs.
-GPU_BROWSERS, GPU_PAGES = 8, 1
+# The GPU path's arrangement, measured in steady state by bench_render.py --gpu --arrangements
+# 16x1,8x2,4x4 on an H200 host with 16 cores (benchmarks/results/bench_render_gpu_h200.json): one
+# browser of one page per core was fastest for heavy sketches (5.2 renders/s against 4.5 for 8x1)
+# and light ones. The path is CPU-bound (13-15 of the 16 cores busy, most of it in the renderer
+# processes running p5.brush), so pages beyond one per core only queue.
+GPU_PAGES = 1
+
+
+def gpu_browsers() -> int:
+    return os.cpu_count() or 1
 
 
 @dataclass
 class RenderConfig:
     size: int = 600  # canvas is forced to size x size at pixel density 1
     timeout_s: float = 45.0  # hard limit per sketch, page load excluded (heavy paintings take 10+ s on 2 cores)
-    browsers: int = 0  # 0 = auto: one per two cores on SwiftShader (one render keeps ~1.8 busy), GPU_BROWSERS on the GPU
+    browsers: int = 0  # 0 = auto: one per two cores on SwiftShader (one render keeps ~1.8 busy), one per core on the GPU
     pages_per_browser: int = 0  # sketches in flight per browser; 0 = auto: 1 on SwiftShader (it queues them), GPU_PAGES on the GPU
     recycle_after: int = 200  # renders before a browser is replaced (keeps memory flat)
     render_rejects: bool = False  # render sketches the static gate already rejected
@@ -88,7 +93,7 @@ class RenderConfig:
         """(browsers, pages per browser) on the chosen GL path. Tabs of one browser draw side by
         side on a GPU but queue behind SwiftShader's one GPU process (bench_render.py --gpu)."""
         if gpu:
-            return self.browsers or GPU_BROWSERS, self.pages_per_browser or GPU_PAGES
+            return self.browsers or gpu_browsers(), self.pages_per_browser or GPU_PAGES
         return self.browser_count, self.pages_per_browser or 1
 
 

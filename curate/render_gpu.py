@@ -39,8 +39,12 @@ SWIFTSHADER = "swiftshader"
 # The software path: `--disable-gpu` reaches SwiftShader 3 to 7 times faster than the prior
 # art's `--use-gl=angle --use-angle=swiftshader` flags (benchmarks/bench_render.py).
 SWIFTSHADER_ARGS = ["--disable-gpu"]
-# GPU flag sets, tried in this order, each with the loader pointed at NVIDIA's ICD. On the H200,
-# heavy sketches: 8.7 renders/s for `vulkan-icd` at its best arrangement, 7.0 for `angle-vulkan`.
+# GPU flag sets, tried in this order, each with the loader pointed at NVIDIA's ICD. On the H200 the
+# first probe (fresh pages) gave `vulkan-icd` 8.7 heavy renders/s and `angle-vulkan` 7.0; salon's
+# renderer in steady state gave `angle-vulkan` 5.9 at 8 browsers and `vulkan-icd` 5.2 at 16
+# (bench_render_gpu_h200.json), `angle-vulkan` compositing on the card where `--disable-gpu`
+# composites in the renderers. `vulkan-icd` stays first: the fidelity figures and the hostile
+# sequence on the GPU were measured on it.
 GPU_FLAG_SETS: dict[str, list[str]] = {
     "vulkan-icd": ["--disable-gpu"],
     "angle-vulkan": ["--use-gl=angle", "--use-angle=vulkan", "--enable-features=Vulkan", "--ignore-gpu-blocklist"],

@@ -29,6 +29,18 @@ def test_config_reports_bad_gpu_settings_together():
     assert len(e.value.problems) == 2 and "auto, on, off" in str(e.value)
 
 
+def test_each_path_gets_its_measured_arrangement(monkeypatch):
+    """SwiftShader: one browser per two cores, one page each (its GPU process queues pages); the GPU:
+    one browser per core, one page each (bench_render.py --gpu); what the config names wins."""
+    import os
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    assert RenderConfig().arrangement(gpu=False) == (8, 1)
+    assert RenderConfig().arrangement(gpu=True) == (16, 1)
+    assert RenderConfig(browsers=3, pages_per_browser=2).arrangement(gpu=True) == (3, 2)
+    assert RenderConfig(browsers=3).arrangement(gpu=False) == (3, 1)
+
+
 @pytest.mark.skipif(nvidia_present(), reason="this host has an NVIDIA GPU")
 async def test_auto_falls_back_to_swiftshader_and_every_result_says_so():
     async with Renderer(RenderConfig(browsers=1, gpu="auto")) as renderer:

@@ -33,13 +33,15 @@ bound (shared/reference/generation-speed.md). This engine owns that path instead
    always, and this engine returns no sampling log-probs (`logprobs: None`, as TRL's own
    transformers path), so no importance-sampling term enters.
 
-Compilations. A compiled decode step is specific to (batch, bucket + max_completion_length). With
-a fixed generation batch a run compiles once per prompt bucket its prompts fall in: prompts whose
-lengths span S tokens touch at most S // prompt_bucket + 2 buckets, so a 200-step run of salon's
-painting prompts (one subject: one length) compiles once, and never more than dynamo's
+Compilations. A compiled decode step is specific to (batch, bucket + max_completion_length) and
+the sampling settings, which are fixed within a run. With a fixed generation batch a run compiles
+once per prompt bucket its prompts fall in: prompts whose lengths span S tokens touch at most
+S // prompt_bucket + 2 buckets, so a 200-step run of salon's painting prompts (one subject: one
+length) compiles once (about 45 s on an H200 for Qwen3-1.7B), and never more than dynamo's
 recompile_limit (8) shapes. Each call logs `salon/generation/compiled_graphs` (dynamo graphs
-compiled so far) and `salon/generation/shapes`; a graph compiled again for a shape already seen is
-logged as a warning (a guard failed, which is a bug, not a cost to accept).
+compiled so far), `salon/generation/shapes` and `salon/generation/decode_loop` (1 when the loop
+ran, 0 when transformers' generate did); a graph compiled again for a shape and settings already
+seen is logged as a warning (a guard failed, which is a bug, not a cost to accept).
 
 Memory. The copy costs the base model's weights once more (3.4 GB for Qwen3-1.7B in bf16), each
 cache batch x (bucket + max_completion_length) x layers x 2 x KV heads x head dim x 2 bytes. Both
