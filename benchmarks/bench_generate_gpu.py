@@ -166,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         bound = bound_tokens_per_s(model.config, weight_bytes, batch, prompt_tokens, args.tokens, bandwidth)
         prompts = torch.randint(10, 300, (batch, prompt_tokens), generator=torch.Generator().manual_seed(batch)).tolist()
         run = {"batch": batch, "new_tokens": args.tokens, "bound_tokens_per_s": round(bound), "engines": {}}
+        report["runs"].append(run)
         print(f" batch {batch}: bound {bound:,.0f} tokens/s", flush=True)
         for engine in args.engines.split(","):
             if device.type == "cuda":
@@ -181,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             rate = produced / seconds
             run["engines"][engine] = {"tokens_per_s": round(rate, 1), "share_of_bound": round(rate / bound, 4)}
+            if args.json:  # after every engine, so a run cut short keeps what it measured
+                Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
             peak = torch.cuda.max_memory_allocated() / GIB if device.type == "cuda" else float("nan")
             extra = (f"; first call {first:.1f} s, {counters['stats']['unique_graphs'] - graphs} graph(s) compiled"
                      if first is not None else "")
@@ -190,7 +193,6 @@ def main(argv: list[str] | None = None) -> int:
         if "compiled" in rates and "generate" in rates:
             print(f"  compiled / generate: {rates['compiled']['tokens_per_s'] / rates['generate']['tokens_per_s']:.1f}x",
                   flush=True)
-        report["runs"].append(run)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
     return 0

@@ -13,7 +13,9 @@ with its render worker processes, the pairwise judge against k=4 references in t
 the same GPU, the rollout archive, with these changes:
 
   policy.model  random:qwen3-1.7b      judge.model  random:qwen2.5-vl-7b   (salon.train.shapes:
-                the real shapes with random weights, since the node has no Hub)
+                the real shapes with random weights, since the node has no Hub; built
+                once into OUT/models and shared by every run, and each run's output folder
+                is removed once its figures are read, so a node's disk holds one copy)
   smoke.examples 1.0                    every rollout's code is a bundled example sketch, because a
                 random policy writes no sketch; generation still runs on the policy's own tokens, and
                 a random policy never stops, so every completion runs max_completion_length tokens
@@ -48,6 +50,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -118,6 +121,10 @@ class Timings:
         GRPOTrainer._generate_and_score_completions = timed(real_rollout, self.rollout)
 
 
+def run_dir(args, engine: str, gpu_render: str) -> Path:
+    return Path(args.out) / f"{engine}-{gpu_render}"
+
+
 def run_engine(args, engine: str, refs: Path, gpu_render: str) -> dict:
     """One engine's run in this process: {"steps": [per-step rows], "peak_memory_gib": x}."""
     import torch
@@ -125,7 +132,12 @@ def run_engine(args, engine: str, refs: Path, gpu_render: str) -> dict:
     from salon.train.config import load_config
     from salon.train.recipe import train
 
-    overrides = [f"output_dir={Path(args.out) / f'{engine}-{gpu_render}'}", f"policy.model={args.policy}", f"judge.model={args.judge}",
+    from salon.train.tiny import resolve_model
+
+    # built once into the bench's folder and shared by every run (a random 7B judge is 15 GB on disk)
+    policy = resolve_model(args.policy, Path(args.out) / "models" / "policy")
+    judge = resolve_model(args.judge, Path(args.out) / "models" / "judge")
+    overrides = [f"output_dir={run_dir(args, engine, gpu_render)}", f"policy.model={policy}", f"judge.model={judge}",
                  f"judge.references={refs}", "smoke.examples=1.0", f"grpo.max_steps={args.steps}",
                  f"grpo.save_steps={args.steps}", "grpo.warmup_steps=0", "grpo.report_to=[]", "grpo.logging_steps=1",
                  f"grpo.max_completion_length={args.tokens}", f"grpo.generation={engine}",
@@ -212,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
             if subprocess.run(cmd).returncode != 0:
                 print(f"{label}: the run failed (its output is above)", flush=True)
                 continue
+            shutil.rmtree(run_dir(args, engine, gpu_render), ignore_errors=True)  # its checkpoint and archive
             result = json.loads(part.read_text())
             all_steps[label] = result["steps"]
             for row in result["steps"]:

@@ -93,7 +93,8 @@ class CpuMeter:
             if cpu is not None:
                 if pid not in self._start:
                     self._start[pid] = cpu
-                if self._kind.get(pid, "zygote") == "zygote":  # a zygote's fork takes its --type a moment later
+                # a zygote's fork takes its --type a moment later, and the isolation wrapper execs Chromium
+                if self._kind.get(pid, "zygote") in ("zygote", "other"):
                     self._kind[pid] = process_kind(pid)
                 self._last[pid] = cpu
 
