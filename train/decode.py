@@ -201,7 +201,7 @@ class StaticDecoder:
         warpers = loop_warpers(cfg)
         settings = (shape, cfg.do_sample, pad, repr([vars(w) for w in warpers or []]))
         t0 = time.perf_counter()
-        out, self.last_path = None, "loop"
+        out = None
         if warpers is not None and self.loop_error is None:
             try:
                 out = self._loop(ids, mask, cfg, warpers, cache, pad)
@@ -213,8 +213,9 @@ class StaticDecoder:
                             "generate and a compiled forward from now on. grpo.generation_compile=off runs the loop "
                             "uncompiled", self.loop_error)
                 cache.reset()
+        self.last_path = "generate" if out is None else "loop"
         if out is None:
-            out, self.last_path = self._generate(ids, mask[:, :bucket], cfg, cache), "generate"
+            out = self._generate(ids, mask[:, :bucket], cfg, cache)
         self.last_seconds = time.perf_counter() - t0
         new = counters["stats"]["unique_graphs"] - graphs
         if new and settings in self.compiled_for:
@@ -255,10 +256,15 @@ class StaticDecoder:
 
     def _generate(self, ids, prompt_mask, cfg, cache) -> torch.Tensor:
         """transformers' generate on the same model and cache, for settings the loop does not run (its
-        compile path, when on, compiles the forward alone)."""
+        compile path, when on, compiles the forward alone, with graph breaks allowed as transformers
+        allows them)."""
         cfg.cache_implementation = None  # the cache is passed in
         cfg.disable_compile = not self.compile
-        cfg.compile_config = self.compile_config if self.compile else None
+        if self.compile:
+            cfg.compile_config = copy.copy(self.compile_config)
+            cfg.compile_config.fullgraph = False
+            if self.model.device.type != "cuda":
+                cfg.compile_config._compile_all_devices = True  # transformers compiles on CUDA only unless told
         self.model.generation_config = copy.deepcopy(cfg)  # transformers fills unset fields from the model's
         out = self.model.generate(input_ids=ids, attention_mask=prompt_mask, generation_config=cfg,
                                   **{self.cache_kw: cache})
@@ -283,7 +289,7 @@ def choose(logits: torch.Tensor, warpers: list, do_sample: bool) -> torch.Tensor
     return (probs / torch.empty_like(probs).exponential_(1)).argmax(dim=-1)
 
 
-# ---- memory (the merged copy and the caches) -----------------------------------------------------------------------------------------
+# ---- memory (the merged copy and the caches) ----------------------------------------------------------
 
 
 def free_bytes(device) -> int | None:
