@@ -31,9 +31,12 @@ adds that many browsers on each path (and `--pages 1,2,4` pages per GPU browser,
 combination), `--arrangements 16x1,8x2` GPU arrangements alone, `--flag-sets angle-vulkan` salon
 on a GPU flag set the probe would not pick, and a `prior-art-gpu 4x4` row runs the prior art's
 bare page on the GPU path (what the sandbox page costs there). The ratio is the best GPU row's
-renders/s over the best SwiftShader row's, salon's rows only, on the same host in the same run;
-`--kinds heavy` and `--keep` (what this run skips, kept from --json's earlier run on the same
-device and listed under kept_from_an_earlier_run) shorten a run. Then
+renders/s over the best SwiftShader row's, salon's rows only, the GPU's on the flag set the probe
+picked, on the same host in the same run; `--kinds heavy` and `--keep` (what this run skips, kept
+from --json's earlier run on the same device and listed under kept_from_an_earlier_run) shorten
+a run. `--same-seed 4` renders each heavy sketch four times at one seed on the probe's path and
+on each `--flag-sets` and reports the share of pixels that differ (a flag set that paints one
+seed two ways cannot be the default: the sandbox's no-leak tests compare images). Then
 (benchmarks/gpu_render_checks.py) a bf16 matmul loop's slowdown while rendering for
 `--interference` seconds, and fidelity: every bundled example at `--fidelity` seeds on both
 paths (pixels off by more than 16 in a channel, image judges and a pairwise judge on both).
@@ -280,26 +283,18 @@ async def render_steady(codes: list[str], config: RenderConfig, meter: CpuMeter)
 def rate_row(label: str, codes: list[str], config: RenderConfig) -> dict:
     with CpuMeter() as meter:
         results, steady, renderer = asyncio.run(render_steady(codes, config, meter))
+    failed = [r.violations + r.details[:2] for r in results if r.png is None]
     return {"way": label, "gl": renderer.gl.name, "renderer": renderer.gl.renderer, "browsers": renderer.browsers,
-            "pages": renderer.pages, "rendered": sum(r.png is not None for r in results), **steady.row()}
+            "pages": renderer.pages, "rendered": len(results) - len(failed), **steady.row(),
+            **({"failed": failed[:5]} if failed else {})}
 
 
 def forced_gpu_row(label: str, codes: list[str], flags: str, config: RenderConfig) -> dict:
     """salon's renderer on one named GPU flag set (GPU_FLAG_SETS), whichever the probe would pick."""
-    from salon.curate import render
-    from salon.curate.render_gpu import probe_one
+    from gpu_render_checks import forced_flag_set
 
-    async def forced(mode, playwright, chromium, base_args, binary=None):
-        path = await probe_one(playwright, chromium, base_args, flags, GPU_FLAG_SETS[flags])
-        if path.error:
-            raise SetupError(f"{flags}: {path.error}")
-        return path
-
-    real, render.choose_gl_path = render.choose_gl_path, forced
-    try:
+    with forced_flag_set(flags):
         return rate_row(label, codes, config)
-    finally:
-        render.choose_gl_path = real
 
 
 def prior_art_row(label: str, codes: list[str], flags: list[str], browsers: int = 0, tabs: int = 1, env=None) -> dict:
@@ -354,7 +349,7 @@ def gpu_run(args) -> None:
             for p in (pages or [1]) if gpu else []:
                 rows.append(rate_row(f"gpu x{n} p{p}", codes, RenderConfig(gpu="on", browsers=n, pages_per_browser=p)))
         best_gpu, best_soft = best_rows(rows)
-        top = best_gpu or best_soft
+        top = max(rows, key=lambda r: r["renders_per_s"])
         print(f"\n{kind} sketches (steady state, {WAVES} renders per slot) on {report['device']}")
         print(f"  {'way':22s} {'renders/s':>10s} {'best is':>8s} {'cores busy':>11s} {'ok':>8s}  cores by process")
         for r in rows:
@@ -362,13 +357,16 @@ def gpu_run(args) -> None:
             print(f"  {r['way']:22s} {r['renders_per_s']:10.3f} {top['renders_per_s'] / r['renders_per_s']:7.2f}x "
                   f"{r['cores_busy']:11.2f} {r['rendered']:>4d}/{r['renders']}  {by}", flush=True)
         report[kind] = rows
-        best[kind] = {"gpu": best_gpu, "swiftshader": best_soft}
-        report[f"{kind}_ratio_gpu_vs_swiftshader"] = (
-            round(best_gpu["renders_per_s"] / best_soft["renders_per_s"], 3) if best_gpu else None)
         write(args.json, report)  # after each kind, so a run cut short keeps what it measured
     if earlier:
-        keep_earlier(report, earlier, best, measured=[k for k, v in (("interference", args.interference),
-                                                                      ("fidelity", args.fidelity)) if v])
+        keep_earlier(report, earlier, measured=[k for k, v in (("interference", args.interference),
+                                                               ("fidelity", args.fidelity), ("same_seed", args.same_seed)) if v])
+    for kind in ("light", "heavy"):
+        if kind in report:
+            best_gpu, best_soft = best_rows(report[kind])
+            best[kind] = {"gpu": best_gpu, "swiftshader": best_soft}
+            report[f"{kind}_ratio_gpu_vs_swiftshader"] = (
+                round(best_gpu["renders_per_s"] / best_soft["renders_per_s"], 3) if best_gpu else None)
     report["best_arrangement"] = {k: {path: (arrangement_name(r) if r else None) for path, r in v.items()}
                                   for k, v in best.items()}
     report["cores_busy"] = {path: {k: (v[path]["cores_busy"] if v[path] else None) for k, v in best.items()}
@@ -378,6 +376,20 @@ def gpu_run(args) -> None:
         heavy = [(EXAMPLES / f"{n}.js").read_text() for n in HEAVY]
         report["interference"] = interference(heavy, alone_s=20, busy_s=args.interference)
         print(f"  matmul while rendering: {json.dumps(report['interference'])}", flush=True)
+        write(args.json, report)
+    if gpu and args.same_seed:
+        from gpu_render_checks import forced_flag_set, same_seed
+
+        heavy = [(EXAMPLES / f"{n}.js").read_text() for n in HEAVY]
+        report["same_seed"] = {}
+        for flags in [None] + [f for f in args.flag_sets.split(",") if f]:
+            try:
+                with forced_flag_set(flags):
+                    got = same_seed(heavy, renders=args.same_seed)
+            except SetupError as e:
+                got = {"gl": flags, "error": str(e)}
+            report["same_seed"][got["gl"]] = got
+            print(f"  same sketch, same seed, {args.same_seed} renders on {got['gl']}: {json.dumps(got)}", flush=True)
         write(args.json, report)
     if gpu and args.fidelity:
         names = sorted(p.stem for p in EXAMPLES.glob("*.js"))
@@ -389,10 +401,13 @@ def gpu_run(args) -> None:
 
 
 def best_rows(rows: list[dict]) -> tuple[dict | None, dict]:
-    """The best GPU and the best SwiftShader arrangement among salon's own rows (not the prior art's):
-    best against best, each path's default being one of the rows."""
+    """The best GPU and the best SwiftShader arrangement among salon's own rows (not the prior art's), the
+    GPU's on the path the probe picked (the salon-gpu row's): best against best, each path's default
+    being one of the rows. Rows forced onto another flag set are measured beside it, not ranked: a
+    flag set the probe does not pick is not what salon renders on."""
     salon = [r for r in rows if not r["way"].startswith("prior-art")]
-    best_gpu = max((r for r in salon if r["gl"] != "swiftshader"), key=lambda r: r["renders_per_s"], default=None)
+    picked = next((r["gl"] for r in salon if r["way"] == "salon-gpu"), None)
+    best_gpu = max((r for r in salon if r["gl"] == picked), key=lambda r: r["renders_per_s"], default=None)
     return best_gpu, max((r for r in salon if r["gl"] == "swiftshader"), key=lambda r: r["renders_per_s"])
 
 
@@ -402,16 +417,13 @@ def arrangement_name(row: dict) -> str:
     return name + f" {row['gl']}" if row["gl"] not in ("swiftshader", next(iter(GPU_FLAG_SETS))) else name
 
 
-def keep_earlier(report: dict, earlier: dict, best: dict, measured: list[str]) -> None:
-    """Fill in what this run skipped (a sketch kind, interference, fidelity) from the same device's earlier
-    run, and name it under kept_from_an_earlier_run."""
-    skipped = [k for k in ("light", "light_ratio_gpu_vs_swiftshader", "heavy", "heavy_ratio_gpu_vs_swiftshader",
-                           "interference", "fidelity") if k not in report and k in earlier and k not in measured]
+def keep_earlier(report: dict, earlier: dict, measured: list[str]) -> None:
+    """Fill in what this run skipped (a sketch kind, same_seed, interference, fidelity) from the same
+    device's earlier run, and name it under kept_from_an_earlier_run. Ratios are recomputed from the rows."""
+    skipped = [k for k in ("light", "heavy", "same_seed", "interference", "fidelity")
+               if k not in report and k in earlier and k not in measured]
     report.update({k: earlier[k] for k in skipped})
     report["kept_from_an_earlier_run"] = skipped
-    for kind in ("light", "heavy"):
-        if kind in skipped:
-            best[kind] = dict(zip(("gpu", "swiftshader"), best_rows(earlier[kind])))
 
 
 def write(path: str, report: dict) -> None:
@@ -429,6 +441,8 @@ def main() -> None:
     ap.add_argument("--gpu", action="store_true", help="GPU node: GPU path vs SwiftShader vs prior art, as JSON")
     ap.add_argument("--gpu-browsers", type=int, default=0, help="browsers on the GPU path (--gpu; 0: the default)")
     ap.add_argument("--interference", type=float, default=60, help="seconds of rendering beside a matmul loop (--gpu; 0: skip)")
+    ap.add_argument("--same-seed", type=int, default=4, help="renders of each heavy sketch at one seed, compared "
+                    "pixel for pixel, on the probe's path and each --flag-sets (--gpu; 0: skip)")
     ap.add_argument("--fidelity", type=int, default=3, help="seeds per example compared across paths (--gpu; 0: skip)")
     ap.add_argument("--scaling", default="", help="browser counts to sweep on both paths, e.g. 1,2,4,8,16 (--gpu)")
     ap.add_argument("--pages", default="", help="pages per GPU browser to sweep, e.g. 1,2,4 (--gpu)")

@@ -1,8 +1,11 @@
 """What `bench_render.py --gpu` measures beyond throughput: fidelity between the two GL paths,
-and how much a render-heavy minute slows a bf16 matmul loop sharing the card.
+whether a GPU flag set paints the same image twice, and how much a render-heavy minute slows a
+bf16 matmul loop sharing the card.
 
-    from gpu_render_checks import fidelity, interference
+    from gpu_render_checks import fidelity, forced_flag_set, interference, same_seed
     rows = fidelity(names, seeds=(0, 1, 2))       # per sketch and seed: pixels off by > 16, judges on both
+    with forced_flag_set("angle-vulkan"):         # salon's renderer on a GPU flag set the probe would not pick
+        report = same_seed(codes, renders=4)      # share of pixels that differ between identical renders
     report = interference(codes, alone_s=20, busy_s=60)
 
 Fidelity renders each sketch at each seed on both paths and reports the share of pixels more than
@@ -16,6 +19,7 @@ heavy sketches on the GPU path without pause.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import statistics
@@ -25,7 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from salon.curate import render
 from salon.curate.render import Renderer, RenderConfig
+from salon.curate.render_gpu import GPU_FLAG_SETS, probe_one
+from salon.pool.errors import SetupError
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "curate" / "examples"
 
@@ -35,6 +42,52 @@ def _pixels(png: bytes):
     from PIL import Image
 
     return np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+
+
+@contextlib.contextmanager
+def forced_flag_set(name: str | None):
+    """Renderers started inside launch on GPU_FLAG_SETS[name], whichever the probe would pick (None: the
+    probe's own choice). Raises SetupError when that flag set does not draw on the GPU here."""
+    if name is None:
+        yield
+        return
+
+    async def forced(mode, playwright, chromium, base_args, binary=None):
+        path = await probe_one(playwright, chromium, base_args, name, GPU_FLAG_SETS[name])
+        if path.error:
+            raise SetupError(f"{name}: {path.error}")
+        return path
+
+    real, render.choose_gl_path = render.choose_gl_path, forced
+    try:
+        yield
+    finally:
+        render.choose_gl_path = real
+
+
+def same_seed(codes: list[str], renders: int = 4, browsers: int = 2, gpu: str = "on") -> dict:
+    """Each sketch rendered `renders` times at seed 0 on the GPU path, over `browsers` browsers: the share
+    of pixels that differ at all from the first render, worst and mean over the later ones. A path that
+    paints one sketch and seed two ways carries state from render to render (the sandbox tests compare
+    a render after each hostile sketch with the same render alone), so it cannot be the default."""
+    import numpy as np
+
+    async def run():
+        async with Renderer(RenderConfig(gpu=gpu, browsers=browsers)) as renderer:
+            return renderer.gl.name, await renderer.render_many([(c, 0) for c in codes for _ in range(renders)])
+
+    gl, results = asyncio.run(run())
+    shares = []
+    for i in range(len(codes)):
+        group = results[i * renders:(i + 1) * renders]
+        failed = [r for r in group if r.png is None]
+        if failed:
+            return {"gl": gl, "error": f"a render gave no image: {failed[0].violations} {failed[0].details[:2]}"}
+        pngs = [r.png for r in group]
+        first = _pixels(pngs[0])
+        shares += [float((np.abs(first - _pixels(p)).max(axis=2) > 0).mean()) for p in pngs[1:]]
+    return {"gl": gl, "sketches": len(codes), "renders_each": renders,
+            "max_share_differing": round(max(shares), 5), "mean_share_differing": round(statistics.mean(shares), 6)}
 
 
 def _tiny_judge():

@@ -39,12 +39,17 @@ SWIFTSHADER = "swiftshader"
 # The software path: `--disable-gpu` reaches SwiftShader 3 to 7 times faster than the prior
 # art's `--use-gl=angle --use-angle=swiftshader` flags (benchmarks/bench_render.py).
 SWIFTSHADER_ARGS = ["--disable-gpu"]
-# GPU flag sets, tried in this order, each with the loader pointed at NVIDIA's ICD. On the H200 the
-# first probe (fresh pages) gave `vulkan-icd` 8.7 heavy renders/s and `angle-vulkan` 7.0; salon's
-# renderer in steady state gave `angle-vulkan` 5.9 at 8 browsers and `vulkan-icd` 5.2 at 16
-# (bench_render_gpu_h200.json), `angle-vulkan` compositing on the card where `--disable-gpu`
-# composites in the renderers. `vulkan-icd` stays first: the fidelity figures and the hostile
-# sequence on the GPU were measured on it.
+# GPU flag sets, tried in this order, each with the loader pointed at NVIDIA's ICD. `vulkan-icd`
+# (Chromium's --disable-gpu route, WebGL through ANGLE over Vulkan) paints the same image for the
+# same sketch and seed every time; `angle-vulkan` does not, so it is only a fallback. Measured on the
+# H200 (bench_render.py --gpu --same-seed 4, bench_render_gpu_h200.json): `angle-vulkan` is 1.46x
+# faster on heavy sketches because it rasterises p5.brush's Canvas2D fill masks (tens of thousands of
+# polygons per painting, flushed by drawImage) on the card, where `vulkan-icd` rasterises them on the
+# renderer's CPU (0.5-1.2 s of a heavy painting's renderer main thread). But repeated renders of one
+# sketch and seed differed in up to 0.57 % of pixels there (only with Canvas2D
+# on the card: with --disable-accelerated-2d-canvas it is exact again, and no faster), so the
+# sandbox's tests that compare the render after each hostile sketch with the same render alone
+# failed on it.
 GPU_FLAG_SETS: dict[str, list[str]] = {
     "vulkan-icd": ["--disable-gpu"],
     "angle-vulkan": ["--use-gl=angle", "--use-angle=vulkan", "--enable-features=Vulkan", "--ignore-gpu-blocklist"],
