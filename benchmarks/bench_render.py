@@ -55,6 +55,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from gpu_render_checks import fidelity, forced_flag_set, interference, same_seed
 from proctree import CpuMeter
 from salon.curate.page_assets import find_node_modules
 from salon.curate.render import Renderer, RenderConfig, find_chromium
@@ -291,8 +292,6 @@ def rate_row(label: str, codes: list[str], config: RenderConfig) -> dict:
 
 def forced_gpu_row(label: str, codes: list[str], flags: str, config: RenderConfig) -> dict:
     """salon's renderer on one named GPU flag set (GPU_FLAG_SETS), whichever the probe would pick."""
-    from gpu_render_checks import forced_flag_set
-
     with forced_flag_set(flags):
         return rate_row(label, codes, config)
 
@@ -310,8 +309,6 @@ def prior_art_row(label: str, codes: list[str], flags: list[str], browsers: int 
 
 def gpu_run(args) -> None:
     """Everything --gpu measures, printed side by side and written to --json."""
-    from gpu_render_checks import fidelity, interference
-
     cores = os.cpu_count() or 1
     scaling = [int(n) for n in args.scaling.split(",")] if args.scaling else []
     pages = [int(n) for n in args.pages.split(",")] if args.pages else []
@@ -326,7 +323,6 @@ def gpu_run(args) -> None:
         report["gpu_error"] = str(e)
         print(f"GPU path unavailable: {e}", flush=True)
     gpu = "gpu_error" not in report
-    best = {}
     kinds = [(k, names) for k, names in (("light", LIGHT), ("heavy", HEAVY)) if k in args.kinds.split(",")]
     for kind, names in kinds:
         codes = [(EXAMPLES / f"{n}.js").read_text() for n in names] * args.rounds
@@ -348,7 +344,6 @@ def gpu_run(args) -> None:
             rows.append(rate_row(f"swiftshader x{n}", codes, RenderConfig(gpu="off", browsers=n)))
             for p in (pages or [1]) if gpu else []:
                 rows.append(rate_row(f"gpu x{n} p{p}", codes, RenderConfig(gpu="on", browsers=n, pages_per_browser=p)))
-        best_gpu, best_soft = best_rows(rows)
         top = max(rows, key=lambda r: r["renders_per_s"])
         print(f"\n{kind} sketches (steady state, {WAVES} renders per slot) on {report['device']}")
         print(f"  {'way':22s} {'renders/s':>10s} {'best is':>8s} {'cores busy':>11s} {'ok':>8s}  cores by process")
@@ -361,6 +356,7 @@ def gpu_run(args) -> None:
     if earlier:
         keep_earlier(report, earlier, measured=[k for k, v in (("interference", args.interference),
                                                                ("fidelity", args.fidelity), ("same_seed", args.same_seed)) if v])
+    best = {}
     for kind in ("light", "heavy"):
         if kind in report:
             best_gpu, best_soft = best_rows(report[kind])
@@ -372,15 +368,12 @@ def gpu_run(args) -> None:
     report["cores_busy"] = {path: {k: (v[path]["cores_busy"] if v[path] else None) for k, v in best.items()}
                             for path in ("gpu", "swiftshader")}
     write(args.json, report)
+    heavy = [(EXAMPLES / f"{n}.js").read_text() for n in HEAVY]
     if gpu and args.interference:
-        heavy = [(EXAMPLES / f"{n}.js").read_text() for n in HEAVY]
         report["interference"] = interference(heavy, alone_s=20, busy_s=args.interference)
         print(f"  matmul while rendering: {json.dumps(report['interference'])}", flush=True)
         write(args.json, report)
     if gpu and args.same_seed:
-        from gpu_render_checks import forced_flag_set, same_seed
-
-        heavy = [(EXAMPLES / f"{n}.js").read_text() for n in HEAVY]
         report["same_seed"] = {}
         for flags in [None] + [f for f in args.flag_sets.split(",") if f]:
             try:

@@ -131,7 +131,6 @@ def run_engine(args, engine: str, refs: Path, gpu_render: str) -> dict:
 
     from salon.train.config import load_config
     from salon.train.recipe import train
-
     from salon.train.tiny import resolve_model
 
     # built once into the bench's folder and shared by every run (a random 7B judge is 15 GB on disk)
@@ -212,10 +211,9 @@ def main(argv: list[str] | None = None) -> int:
 
     render_references(refs, args.gpu_render)
     paths = args.render_paths.split(",") if args.render_paths else [args.gpu_render]
-    engines, by_path, all_steps, wanted = {}, {}, {}, 0
+    engines, by_path, all_steps = {}, {}, {}
     for engine in args.engines.split(","):
         for gpu_render in paths:
-            wanted += 1
             label = f"{engine}@render.gpu={gpu_render}"
             part = Path(args.out) / f"{engine}-{gpu_render}.json"
             cmd = [sys.executable, __file__, *(argv if argv is not None else sys.argv[1:]), "--one", engine,
@@ -253,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
             Path(args.render_json).write_text(json.dumps(side, indent=1) + "\n")
     if args.steps_json:
         Path(args.steps_json).write_text(json.dumps({"device": device, "runs": all_steps}, indent=1) + "\n")
-    return 0 if sum(len(v) for v in by_path.values()) == wanted else 1
+    return 0 if sum(len(v) for v in by_path.values()) == len(args.engines.split(",")) * len(paths) else 1
 
 
 if __name__ == "__main__":

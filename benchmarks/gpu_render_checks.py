@@ -37,11 +37,13 @@ from salon.pool.errors import SetupError
 EXAMPLES = Path(__file__).resolve().parent.parent / "curate" / "examples"
 
 
-def _pixels(png: bytes):
+def share_apart(a: bytes, b: bytes, levels: int = 0) -> float:
+    """Share of pixels of two same-sized PNGs more than `levels` apart in some channel."""
     import numpy as np
     from PIL import Image
 
-    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+    pa, pb = (np.asarray(Image.open(io.BytesIO(x)).convert("RGB")).astype(int) for x in (a, b))
+    return float((np.abs(pa - pb).max(axis=2) > levels).mean())
 
 
 @contextlib.contextmanager
@@ -70,7 +72,6 @@ def same_seed(codes: list[str], renders: int = 4, browsers: int = 2, gpu: str = 
     of pixels that differ at all from the first render, worst and mean over the later ones. A path that
     paints one sketch and seed two ways carries state from render to render (the sandbox tests compare
     a render after each hostile sketch with the same render alone), so it cannot be the default."""
-    import numpy as np
 
     async def run():
         async with Renderer(RenderConfig(gpu=gpu, browsers=browsers)) as renderer:
@@ -83,9 +84,7 @@ def same_seed(codes: list[str], renders: int = 4, browsers: int = 2, gpu: str = 
         failed = [r for r in group if r.png is None]
         if failed:
             return {"gl": gl, "error": f"a render gave no image: {failed[0].violations} {failed[0].details[:2]}"}
-        pngs = [r.png for r in group]
-        first = _pixels(pngs[0])
-        shares += [float((np.abs(first - _pixels(p)).max(axis=2) > 0).mean()) for p in pngs[1:]]
+        shares += [share_apart(group[0].png, r.png) for r in group[1:]]
     return {"gl": gl, "sketches": len(codes), "renders_each": renders,
             "max_share_differing": round(max(shares), 5), "mean_share_differing": round(statistics.mean(shares), 6)}
 
@@ -99,7 +98,6 @@ def _tiny_judge():
 
 
 def fidelity(names: list[str], seeds=(0, 1, 2)) -> dict:
-    import numpy as np
     from PIL import Image
 
     from salon.judges.image_judges import colourfulness, composition, paint_fraction
@@ -118,11 +116,10 @@ def fidelity(names: list[str], seeds=(0, 1, 2)) -> dict:
         if g.png is None or s.png is None:
             rows.append({"sketch": name, "seed": seed, "error": "no image on one path"})
             continue
-        a, b = _pixels(g.png), _pixels(s.png)
         ia, ib = (Image.open(io.BytesIO(x.png)).convert("RGB") for x in (g, s))
         pa, pb = judge.first_wins([(ia, reference), (ib, reference)])
         rows.append({"sketch": name, "seed": seed,
-                     "off_by_more_than_16": round(float((np.abs(a - b).max(axis=2) > 16).mean()), 5),
+                     "off_by_more_than_16": round(share_apart(g.png, s.png, 16), 5),
                      "paint_fraction": [round(paint_fraction(ia), 4), round(paint_fraction(ib), 4)],
                      "colourfulness": [round(colourfulness(ia), 4), round(colourfulness(ib), 4)],
                      "lower_half": [round(composition(ia).lower_half, 4), round(composition(ib).lower_half, 4)],
@@ -130,8 +127,7 @@ def fidelity(names: list[str], seeds=(0, 1, 2)) -> dict:
     ok = [r for r in rows if "error" not in r]
     # Render noise on one path, for scale: the same sketch and seed twice on SwiftShader.
     again = asyncio.run(on("off"))
-    noise = [float((np.abs(_pixels(x.png) - _pixels(y.png)).max(axis=2) > 16).mean())
-             for x, y in zip(soft, again) if x.png and y.png]
+    noise = [share_apart(x.png, y.png, 16) for x, y in zip(soft, again) if x.png and y.png]
     return {
         "rows": rows,
         "mean_off_by_more_than_16": round(statistics.mean(r["off_by_more_than_16"] for r in ok), 5) if ok else None,

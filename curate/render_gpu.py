@@ -12,8 +12,9 @@ card headless (measured on an H200, shared/reference/gpu-rendering.md): a full C
 NVIDIA's ICD (`VK_DRIVER_FILES`), whose library needs libglvnd's `libGLdispatch.so.0`. Then
 Chromium's own software route (`--disable-gpu`: ANGLE over Vulkan, which would load
 SwiftShader's ICD) loads NVIDIA's driver instead and draws on the card; `--use-angle=vulkan`
-does too, more slowly. The ANGLE-over-EGL and plain EGL sets tried before never drew there
-and are gone. `probe_gl_paths` launches a browser per flag set and asks WebGL who renders
+does too, faster but not pixel for pixel the same twice (GPU_FLAG_SETS says why it is second).
+The ANGLE-over-EGL and plain EGL sets tried before never drew there and are gone.
+`probe_gl_paths` launches a browser per flag set and asks WebGL who renders
 (`WEBGL_debug_renderer_info`) and whether a drawn pixel reads back; the first set whose
 renderer is NVIDIA's wins. The probe runs once per process and only where an NVIDIA device
 node exists, so CPU machines pay nothing.
@@ -260,10 +261,11 @@ def main(argv: list[str] | None = None) -> int:
             return await probe_gl_paths(pw, chromium, BASE_CHROMIUM_ARGS, explain=True)
 
     paths = asyncio.run(run())
+    icd = find_nvidia_icd()
     if args.json:
-        print(json.dumps({"nvidia_icd": find_nvidia_icd(), "missing": missing}))
+        print(json.dumps({"nvidia_icd": icd, "missing": missing}))
     else:
-        print(f"NVIDIA Vulkan ICD: {find_nvidia_icd() or 'none found'}")
+        print(f"NVIDIA Vulkan ICD: {icd or 'none found'}")
         for m in missing:
             print(f"missing: {m}")
     for p in paths:

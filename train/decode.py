@@ -142,12 +142,16 @@ class StaticDecoder:
             self.step = torch.compile(self._step, **options, **({"mode": cc.mode} if cc.mode else {}))
         self.cache_kw = cache_argument(model)
         self.caches: dict[tuple[int, int], StaticCache] = {}
-        self.shapes: set[tuple[int, int]] = set()  # (batch, cache length) seen
         self.compiled_for: set[tuple] = set()  # (shape, sampling settings): what one compiled step is specific to
         self.compiled_graphs = 0
         self.last_seconds = 0.0
         self.last_path = ""  # "loop" or "generate": which ran the last call
         self.loop_error: str | None = None  # why the compiled loop was given up, if it was
+
+    @property
+    def shapes(self) -> set[tuple[int, int]]:
+        """(batch, cache length) of every call so far."""
+        return {settings[0] for settings in self.compiled_for}
 
     def cache_bytes(self, batch: int, length: int) -> int:
         cfg = self.model.config.get_text_config(decoder=True)
@@ -224,7 +228,6 @@ class StaticDecoder:
         elif new:
             log.info("compiled generation: %d graph(s) compiled for batch %d x cache %d", new, *shape)
         self.compiled_graphs += new
-        self.shapes.add(shape)
         self.compiled_for.add(settings)
         return out
 
