@@ -13,7 +13,6 @@ OpenEnv's protocol (salon.train.env_client.PaintEnvClient, or any OpenEnv client
 from __future__ import annotations
 
 import argparse
-import sys
 
 
 def add_parser(sub) -> None:
@@ -41,17 +40,14 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from salon.apps.net import is_loopback
+    from salon.apps.net import refuses_open_host
     from salon.curate.render import RenderConfig
     from salon.curate.render_backend import BackendConfig
     from salon.train.env_paint import EnvConfig
     from salon.train.env_server import ENV_NAME, serve
 
-    if not is_loopback(args.host) and not args.insecure_no_auth:
-        print(f"salon env serve: --host {args.host} would let anyone on the network step the environment, "
-              "which has no login, and spend this host's renderers and judge. Serve on loopback (the default) "
-              "and reach it through an SSH tunnel or a proxy that checks tokens, or add --insecure-no-auth "
-              "if that is really what you want", file=sys.stderr)
+    if refuses_open_host("salon env serve", args.host, args.insecure_no_auth,
+                         "step the environment, which has no login, and spend this host's renderers and judge"):
         return 2
     backend = BackendConfig(backend="ray", address=args.ray, actors=args.actors) if args.ray else BackendConfig()
     config = EnvConfig(judge=args.judge, judge_model=args.judge_model, references=args.refs, k=args.k,

@@ -40,12 +40,9 @@ def run(args) -> int:
 
 def load_scorer(args):
     from salon.judges.registry import load_judge
-    from salon.train.shapes import is_random
-    from salon.train.tiny import is_tiny, resolve_model
+    from salon.train.tiny import resolve_model
 
-    model = args.model
-    if is_tiny(model) or is_random(model):
-        model = resolve_model(model, CACHE / model.replace(":", "-"))
+    model = resolve_model(args.model, CACHE / args.model.replace(":", "-"))  # a tiny:/random: spec is built once
     kwargs = {k: v for k, v in (("prompt", args.prompt), ("batch_size", args.batch_size), ("dtype", args.dtype),
                                 ("device", args.device), ("timeout_s", args.timeout)) if v is not None}
     scorer = load_judge(args.scorer, model=model, **kwargs)
@@ -118,17 +115,14 @@ def _validate(args) -> int:
 
 
 def _serve(args) -> int:
-    from salon.apps.net import is_loopback
+    from salon.apps.net import refuses_open_host
     from salon.judges.hpsv3_remote import ScoreServer
 
     if len(args.images) > 1:
         raise ConfigError([f"`salon judge serve` takes no images (got {' '.join(args.images[1:])})"],
                           "salon judge serve")
-    if not is_loopback(args.host) and not args.insecure_no_auth:
-        print(f"salon judge serve: --host {args.host} would let anyone on the network spend this host's GPU on "
-              "the scorer, which has no login. Serve on loopback (the default) and reach it through an SSH "
-              "tunnel or a proxy that checks tokens, or add --insecure-no-auth if that is really what you want",
-              file=sys.stderr)
+    if refuses_open_host("salon judge serve", args.host, args.insecure_no_auth,
+                         "spend this host's GPU on the scorer, which has no login"):
         return 2
     scorer = load_scorer(args)
     server = ScoreServer(scorer, host=args.host, port=args.port)
@@ -136,6 +130,5 @@ def _serve(args) -> int:
     try:
         server.serve_forever()
     finally:
-        server.server_close()
-        server.batcher.close()
+        server.close()
     return 0

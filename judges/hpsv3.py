@@ -41,7 +41,7 @@ SCORE_SCALE = 4.0  # score = sigmoid(mu / 4): the prior art's service
 FACTOR = 28  # patch 14 x merge 2
 PIXELS = 256 * 28 * 28  # HPSv3's min_pixels = max_pixels
 DTYPES = ("auto", "bfloat16", "float16", "float32")
-LOCAL_ONLY = {"base": None, "dtype": "auto", "device": "auto", "attn_implementation": "sdpa"}
+LOCAL_ONLY = ("base", "dtype", "device", "attn_implementation")  # HPSv3Config fields a service ignores
 
 
 def score_from_mu(mu: float) -> float:
@@ -107,7 +107,7 @@ class HPSv3Config:
             p.append(f"backoff_s={self.backoff_s}: must be 0 or more")
         if is_url(self.model):
             p += [f"{k}={getattr(self, k)!r} applies to a local checkpoint, not to the service at {self.model}"
-                  for k, default in LOCAL_ONLY.items() if getattr(self, k) != default]
+                  for k in LOCAL_ONLY if getattr(self, k) != type(self).__dataclass_fields__[k].default]
             self.model = self.model.rstrip("/")
         if p:
             raise ConfigError(p, "hpsv3")

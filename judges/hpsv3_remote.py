@@ -32,8 +32,6 @@ import logging
 import queue
 import threading
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import Future, ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Sequence
@@ -41,20 +39,12 @@ from typing import Sequence
 from PIL import Image
 
 from salon.judges.hpsv3 import HPSv3Config, each_prompt, rating_from
-from salon.judges.verdict import Rating, as_rgb
-from salon.judges.vlm_openai import RETRY_STATUS
+from salon.judges.verdict import Rating, png_base64
+from salon.judges.vlm_openai import CallFailed, request_json
 
 log = logging.getLogger(__name__)
 
 MAX_BODY = 64 * 2**20  # bytes of a /score request
-
-
-class _Retry(Exception):
-    """An attempt that may succeed if repeated (refused, timed out, 5xx, available: false)."""
-
-
-class _Final(Exception):
-    """An answer that repeating would not change (malformed, 4xx)."""
 
 
 class RemoteHPSv3:
@@ -69,7 +59,7 @@ class RemoteHPSv3:
         """GET /health, once: the service's answer, or {"loaded": False, "error": why it gave none}."""
         try:
             return self._request("GET", "/health", None)
-        except (_Retry, _Final) as e:
+        except CallFailed as e:
             return {"loaded": False, "error": str(e)}
 
     def score(self, images: Sequence[Image.Image]) -> list[float | None]:
@@ -77,8 +67,7 @@ class RemoteHPSv3:
 
     def rate(self, images: Sequence[Image.Image], prompts: Sequence[str] | None = None) -> list[Rating]:
         prompts = each_prompt(self.config, images, prompts)
-        down = threading.Event()  # set once the service has failed every attempt of one image
-        reasons: list[str] = []
+        reasons: list[str] = []  # why the service failed every attempt of an image: the rest are not sent
 
         def one(item) -> Rating:
             image, prompt = item
@@ -86,58 +75,37 @@ class RemoteHPSv3:
                 body = {"png_base64": png_base64(image), "prompt": prompt}
             except (OSError, ValueError, AttributeError) as e:
                 return Rating(None, reason=f"could not read image: {e}")
-            return self._score_one(body, down, reasons)
+            return self._score_one(body, reasons)
 
         if not images:
             return []
         with ThreadPoolExecutor(min(self.config.batch_size, len(images))) as pool:
             return list(pool.map(one, zip(images, prompts)))
 
-    def _score_one(self, body: dict, down: threading.Event, reasons: list[str]) -> Rating:
+    def _score_one(self, body: dict, reasons: list[str]) -> Rating:
         cfg = self.config
-        last = "no attempt"
         for attempt in range(cfg.attempts):
-            if down.is_set():
+            if reasons:
                 return Rating(None, reason=f"not sent: {reasons[0]}")
             if attempt:
                 time.sleep(cfg.backoff_s * 2 ** (attempt - 1))
             try:
                 reply = self._request("POST", "/score", body)
                 if not isinstance(reply, dict):
-                    raise _Final(f"malformed answer from {self.url}/score: {str(reply)[:200]}")
+                    raise CallFailed(f"malformed answer from {self.url}/score: {str(reply)[:200]}", retry=False)
                 if reply.get("available") is not True:
-                    raise _Retry(f"{self.url} could not score: {str(reply.get('error'))[:300]}")
+                    raise CallFailed(f"{self.url} could not score: {str(reply.get('error'))[:300]}", retry=True)
                 return _rating(reply, self.url)
-            except _Retry as e:
+            except CallFailed as e:
+                if not e.retry:
+                    return Rating(None, reason=str(e))
                 last = str(e)
-            except _Final as e:
-                return Rating(None, reason=str(e))
         reason = f"{last} (after {cfg.attempts} attempts)"
-        if not down.is_set():
-            reasons.append(reason)
-            down.set()
+        reasons.append(reason)
         return Rating(None, reason=reason)
 
     def _request(self, method: str, path: str, body: dict | None):
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=self.config.timeout_s) as resp:
-                raw = resp.read()
-        except urllib.error.HTTPError as e:
-            detail = e.read()[:300].decode(errors="replace")
-            if e.code in RETRY_STATUS:
-                raise _Retry(f"HTTP {e.code} from {self.url}{path}: {detail}") from None
-            raise _Final(f"HTTP {e.code} from {self.url}{path}: {detail}") from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
-            reason = getattr(e, "reason", e)
-            kind = "timeout" if isinstance(reason, TimeoutError) or "timed out" in str(reason) else "service down"
-            raise _Retry(f"{kind}: {self.url}{path}: {reason}") from None
-        try:
-            return json.loads(raw)
-        except ValueError:
-            raise _Final(f"malformed answer from {self.url}{path} (not JSON): {raw[:200]!r}") from None
+        return request_json(self.url + path, method, body, timeout_s=self.config.timeout_s)
 
 
 def _rating(reply: dict, url: str) -> Rating:
@@ -147,14 +115,8 @@ def _rating(reply: dict, url: str) -> Rating:
     log_sigma = reply.get("log_sigma", reply.get("sigma"))
     rating = rating_from(mu, log_sigma)
     if not rating.ok:
-        raise _Final(f"malformed answer from {url}/score: mu={mu!r}, sigma={log_sigma!r}")
+        raise CallFailed(f"malformed answer from {url}/score: mu={mu!r}, sigma={log_sigma!r}", retry=False)
     return rating
-
-
-def png_base64(image: Image.Image) -> str:
-    buf = io.BytesIO()
-    as_rgb(image).save(buf, format="PNG")
-    return base64.b64encode(buf.getvalue()).decode()
 
 
 # ---- the service ---------------------------------------------------------------------------------
@@ -207,10 +169,10 @@ class ScoreServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, judge, host: str = "127.0.0.1", port: int = 8000, batch_size: int | None = None):
+    def __init__(self, judge, host: str = "127.0.0.1", port: int = 8000):
         self.judge = judge
         self.default_prompt = judge.config.prompt
-        self.batcher = _Batcher(judge, batch_size or judge.config.batch_size)
+        self.batcher = _Batcher(judge, judge.config.batch_size)
         super().__init__((host, port), _Handler)
 
     @property

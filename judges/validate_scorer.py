@@ -34,8 +34,8 @@ from salon.judges.adversarial import adversarial_suite
 from salon.judges.hpsv3_prompt import SUBJECT_PROMPT
 from salon.judges.validate import _image
 from salon.pool.errors import ConfigError, JudgeError
+from salon.pool.models import TIERS
 
-TIERS = ("love", "okay", "nope")
 HACKS = {"blank": "blank canvas", "template": "sky band", "words": "painted words", "blob": "one blob"}
 
 

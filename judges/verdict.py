@@ -13,6 +13,8 @@ that cannot answer returns a Verdict with p None and a reason, never 0.
 
 from __future__ import annotations
 
+import base64
+import io
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol, Sequence, runtime_checkable
@@ -145,3 +147,10 @@ def as_rgb(image: Image.Image, background=(255, 255, 255)) -> Image.Image:
         out.paste(rgba, mask=rgba.getchannel("A"))
         return out
     return image.convert("RGB")
+
+
+def png_base64(image: Image.Image) -> str:
+    """The image as RGB PNG bytes in base64 (what HTTP scorers and data URLs carry)."""
+    buf = io.BytesIO()
+    as_rgb(image).save(buf, format="PNG")
+    return base64.b64encode(buf.getvalue()).decode()

@@ -13,8 +13,6 @@ reason. The model defaults to the first one the server lists at /models.
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 import math
 import os
@@ -28,10 +26,40 @@ from typing import Sequence
 from PIL import Image
 
 from salon.judges.prompt import PAIRWISE_PROMPT, PairwisePrompt
-from salon.judges.verdict import Reference, Verdict, as_rgb, verdict_from_orders
+from salon.judges.verdict import Reference, Verdict, png_base64, verdict_from_orders
 from salon.pool.errors import ConfigError
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+
+
+class CallFailed(Exception):
+    """A JSON request that got no usable answer. `retry` when repeating it may help (refused, timed
+    out, a RETRY_STATUS); `code` and `detail` are an HTTP error's status and the start of its body."""
+
+    def __init__(self, message: str, retry: bool, code: int | None = None, detail: str = ""):
+        super().__init__(message)
+        self.retry, self.code, self.detail = retry, code, detail
+
+
+def request_json(url: str, method: str, body: dict | None, headers: dict | None = None, timeout_s: float = 60.0):
+    """One JSON request; every way it can fail is a CallFailed whose message says which."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method,
+                                 headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+            raw = resp.read()
+    except urllib.error.HTTPError as e:
+        detail = e.read()[:300].decode(errors="replace")
+        raise CallFailed(f"HTTP {e.code} from {url}: {detail}", e.code in RETRY_STATUS, e.code, detail) from None
+    except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
+        reason = getattr(e, "reason", e)
+        kind = "timeout" if isinstance(reason, TimeoutError) or "timed out" in str(reason) else "service down"
+        raise CallFailed(f"{kind}: {url}: {reason}", retry=True) from None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise CallFailed(f"malformed answer from {url} (not JSON): {raw[:200]!r}", retry=False) from None
 
 
 @dataclass
@@ -183,31 +211,19 @@ class OpenAIPairwiseJudge:
 
     def _request(self, method: str, path: str, body: dict | None) -> dict:
         cfg = self.config
-        headers = {"Content-Type": "application/json"}
-        if os.environ.get(cfg.api_key_env):
-            headers["Authorization"] = f"Bearer {os.environ[cfg.api_key_env]}"
-        data = None if body is None else json.dumps(body).encode()
-        last = "no attempt"
+        key = os.environ.get(cfg.api_key_env)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
         for attempt in range(cfg.attempts):
             if attempt:
                 time.sleep(cfg.backoff_s * 2 ** (attempt - 1))
-            req = urllib.request.Request(cfg.base_url + path, data=data, headers=headers, method=method)
             try:
-                with urllib.request.urlopen(req, timeout=cfg.timeout_s) as resp:
-                    return json.loads(resp.read())
-            except urllib.error.HTTPError as e:
-                detail = e.read()[:300].decode(errors="replace")
-                last = f"HTTP {e.code} from {cfg.base_url}{path}: {detail}"
-                if e.code == 400 and body is not None and "logprobs" in body and "logprob" in detail.lower():
-                    raise _Rejected(last) from None
-                if e.code not in RETRY_STATUS:
-                    raise _Failure(last) from None
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
-                reason = getattr(e, "reason", e)
-                kind = "timeout" if isinstance(reason, TimeoutError) or "timed out" in str(reason) else "service down"
-                last = f"{kind}: {cfg.base_url}{path}: {reason}"
-            except ValueError as e:
-                raise _Failure(f"reply from {cfg.base_url}{path} is not JSON: {e}") from None
+                return request_json(cfg.base_url + path, method, body, headers, cfg.timeout_s)
+            except CallFailed as e:
+                if e.code == 400 and body is not None and "logprobs" in body and "logprob" in e.detail.lower():
+                    raise _Rejected(str(e)) from None
+                if not e.retry:
+                    raise _Failure(str(e)) from None
+                last = str(e)
         raise _Failure(f"{last} (after {cfg.attempts} attempts)")
 
 
@@ -216,6 +232,4 @@ class _Rejected(_Failure):
 
 
 def _data_url(image: Image.Image) -> str:
-    buf = io.BytesIO()
-    as_rgb(image).save(buf, format="PNG")
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+    return "data:image/png;base64," + png_base64(image)

@@ -24,6 +24,16 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never reach the Hub
 
 
+def smooth_painting(seed: int, size=(600, 600), mode: str = "RGB"):
+    """A smooth random RGB image (a 6 x 6 grid of colours, bicubic up): scorers see a different
+    picture per seed, the same one every time."""
+    import numpy as np
+    from PIL import Image
+
+    small = np.random.default_rng(seed).integers(0, 255, (6, 6, 3), dtype=np.uint8)
+    return Image.fromarray(small).resize(size, Image.BICUBIC).convert(mode)
+
+
 def _brightness_pairs(n: int, rng):
     """Pairs of noisy flat images of different brightness; label 0 when the first is brighter."""
     import numpy as np

@@ -20,7 +20,7 @@ import pytest
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).parent))
-from fixtures_models import tiny_hpsv3  # noqa: E402
+from fixtures_models import smooth_painting as painting, tiny_hpsv3  # noqa: E402
 
 from salon.judges.hpsv3 import (HPSv3Config, config_problems, hpsv3_image, load_hpsv3, resized_size,  # noqa: E402
                                 score_from_mu)
@@ -30,13 +30,6 @@ from salon.judges.verdict import RatingJudge  # noqa: E402
 from salon.pool.errors import ConfigError, JudgeError  # noqa: E402
 
 TOL = 1e-6
-
-
-def painting(seed: int, size=(600, 600), mode="RGB") -> Image.Image:
-    rng = np.random.default_rng(seed)
-    small = rng.integers(0, 255, (6, 6, 3), dtype=np.uint8)
-    image = Image.fromarray(small).resize(size, Image.BICUBIC)
-    return image.convert(mode)
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import pytest
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).parent))
-from fixtures_models import tiny_hpsv3  # noqa: E402
+from fixtures_models import smooth_painting as painting, tiny_hpsv3  # noqa: E402
 
 from salon.apps.cli import main  # noqa: E402
 from salon.judges.hpsv3 import load_hpsv3  # noqa: E402
@@ -26,11 +26,6 @@ from salon.judges.validate import pool_labels  # noqa: E402
 from salon.judges.validate_scorer import ScorerValidationConfig, auc, pool_subjects, validate_scorer  # noqa: E402
 
 TIERS = {"love": 4, "okay": 3, "nope": 2}
-
-
-def painting(seed: int, size=600) -> Image.Image:
-    rng = np.random.default_rng(seed)
-    return Image.fromarray(rng.integers(0, 255, (6, 6, 3), dtype=np.uint8)).resize((size, size), Image.BICUBIC)
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +96,8 @@ def test_serve_then_score_through_the_url(images, capsys):
 
 
 def test_auc_counts_ties_half():
-    assert auc([3, 4], [1, 2]) == 1.0 and auc([1], [2]) == 0.0 and auc([1, 2], [2]) == 0.25
+    assert auc([3, 4], [1, 2]) == pytest.approx(1.0) and auc([1], [2]) == pytest.approx(0.0)
+    assert auc([1, 2], [2]) == pytest.approx(0.25)
     assert auc([], [1]) is None
 
 
@@ -115,7 +111,7 @@ def pool_dir(tmp_path_factory):
         for t, (tier, n) in enumerate(TIERS.items()):
             for k in range(n):
                 buf = io.BytesIO()
-                painting(10 * t + k, size=96).save(buf, "PNG")
+                painting(10 * t + k, size=(96, 96)).save(buf, "PNG")
                 c = Candidate(code=f"// {tier} {k}", seed=k, ok=True, subject="koi" if k % 2 else "peach hibiscus",
                               png=buf.getvalue())
                 pool.add_candidate(c)
@@ -139,7 +135,7 @@ def test_validation_reports_tiers_auc_hacks_and_the_subject_prompt(pool_dir):
     named = scorer.rate(loves, [f"a {subjects[i]} painted in loose watercolour" for i, _, t in labelled if t == "love"])
     assert report.subject.tiers["love"].mu_mean == pytest.approx(np.mean([r.mu for r in named]), abs=1e-6)
     assert report.mu_shift["love"] == pytest.approx(report.subject.tiers["love"].mu_mean - report.plain.tiers["love"].mu_mean)
-    assert report.mu_shift["love"] != 0  # naming the subject moves the score
+    assert abs(report.mu_shift["love"]) > 2e-5  # naming the subject moves the score (test_judge_hpsv3.py's bar)
     assert set(report.plain.adversarial) == {"blank", "template", "words", "blob"}
     assert report.plain.span == pytest.approx(report.plain.tiers["love"].mu_mean - report.plain.adversarial["blank"].mu_mean)
     text = report.text()

@@ -17,18 +17,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).parent))
-from fixtures_models import tiny_hpsv3  # noqa: E402
+from fixtures_models import smooth_painting as painting, tiny_hpsv3  # noqa: E402
 
 from salon.judges.hpsv3 import load_hpsv3  # noqa: E402
-from salon.judges.hpsv3_remote import RemoteHPSv3, ScoreServer, png_base64  # noqa: E402
-
-
-def painting(seed: int) -> Image.Image:
-    rng = np.random.default_rng(seed)
-    return Image.fromarray(rng.integers(0, 255, (6, 6, 3), dtype=np.uint8)).resize((600, 600), Image.BICUBIC)
+from salon.judges.hpsv3_remote import RemoteHPSv3, ScoreServer  # noqa: E402
+from salon.judges.verdict import png_base64  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +137,7 @@ def test_a_misbehaving_service_gives_none_with_the_reason_after_bounded_retries(
 
 def test_the_prior_arts_answer_reads_sigma_as_log_sigma(bad):
     [rating] = client(f"http://127.0.0.1:{bad.server_address[1]}").rate([painting(5)])
-    assert rating.mu == 2.0 and rating.log_sigma == -1.0
+    assert rating.mu == pytest.approx(2.0) and rating.log_sigma == pytest.approx(-1.0)
     assert rating.score == pytest.approx(1 / (1 + np.exp(-0.5)))  # recomputed from mu: sigmoid(mu / 4)
 
 

@@ -91,11 +91,12 @@ def build_dataset(cfg: TrainConfig):
 
 def absolute_kwargs(cfg: TrainConfig, device: str | None = None) -> dict:
     """reward.absolute_kwargs, a tiny:/random: model built into OUTPUT_DIR/tiny-absolute, HPSv3 on `device`."""
+    from salon.judges.hpsv3 import is_url
     from salon.train.tiny import resolve_model
 
     kwargs = dict(cfg.reward.absolute_kwargs)
     model = kwargs.get("model")
-    if model and not str(model).startswith(("http://", "https://")):
+    if model and not is_url(model):
         kwargs["model"] = resolve_model(model, Path(cfg.output_dir) / "tiny-absolute")
         if device and cfg.reward.absolute == "hpsv3":
             kwargs.setdefault("device", device)  # one replica per process, on that process's GPU
