@@ -89,14 +89,21 @@ def queue_ids(pool, me: str, view: str = "unlabelled", model: str | None = None,
     return {"ids": ids, "labelled": labelled, "total": len(scope)}
 
 
-def router(pool, user_of: Callable[[Request], str | None]) -> APIRouter:
-    """The routes above; `user_of(request)` names the labeler, or None when not logged in."""
+def login_required(user_of: Callable[[Request], str | None]) -> Callable[[Request], str]:
+    """A FastAPI dependency: the logged-in user's name, or 401."""
 
     def me(request: Request) -> str:
         user = user_of(request)
         if not user:
             raise HTTPException(401, "not logged in: reload the page and log in")
         return user
+
+    return me
+
+
+def router(pool, user_of: Callable[[Request], str | None]) -> APIRouter:
+    """The routes above; `user_of(request)` names the labeler, or None when not logged in."""
+    me = login_required(user_of)
 
     def candidate(cid: str) -> Candidate:
         c = pool.get(cid)

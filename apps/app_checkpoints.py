@@ -9,7 +9,7 @@ server looks the provenance up when the choice comes back and stores it in RUN_D
 (salon.train.reviews), which `salon eval` turns into a win rate per checkpoint. Keys are the
 Compare view's: left arrow or a, right arrow or d, t or down arrow for a tie, n for another pair.
 
-    GET  /salon/api/runs                            {runs: [{name, checkpoints, pairs, suspects}]}
+    GET  /salon/api/runs                            {runs: [{name, checkpoints, suspects}]}
     GET  /salon/api/ckpt/pair?run=NAME              {left: {id, image, subject}, right: {...}}
     POST /salon/api/ckpt/pair   {run, left, right, winner}       {seq, at}
     GET  /salon/ckpt/img/{run}/{sample_id}          the painting (PNG)
@@ -26,7 +26,7 @@ import threading
 from pathlib import Path
 
 import gradio as gr
-from fastapi import APIRouter, Body, Depends, HTTPException, Request
+from fastapi import APIRouter, Body, Depends, HTTPException
 from fastapi.responses import Response
 
 from salon.pool.errors import PoolError
@@ -99,15 +99,11 @@ def shown(run: RunReview, s: dict) -> dict:
 
 
 def checkpoint_router(runs: dict[str, RunReview], user_of) -> APIRouter:
+    from salon.apps.app_api import login_required
     from salon.train.suspects import load_suspects
 
     api = APIRouter()
-
-    def me(request: Request) -> str:
-        user = user_of(request)
-        if not user:
-            raise HTTPException(401, "not logged in: reload the page and log in")
-        return user
+    me = login_required(user_of)
 
     def run_of(name: str) -> RunReview:
         if name not in runs:
@@ -147,14 +143,19 @@ def checkpoint_router(runs: dict[str, RunReview], user_of) -> APIRouter:
     return api
 
 
+def run_named(runs: dict[str, RunReview], name: str) -> RunReview:
+    """The run a Gradio endpoint names, or a gr.Error listing the app's runs."""
+    if name not in runs:
+        raise gr.Error(f"no run {name!r} in this app; runs: {', '.join(runs)}")
+    return runs[name]
+
+
 def checkpoint_endpoints(state, runs: dict[str, RunReview]) -> None:
     """The same actions as named Gradio endpoints, for scripts and gradio_client."""
     from salon.apps.app_label import store_errors
 
     def run_of(name: str) -> RunReview:
-        if name not in runs:
-            raise gr.Error(f"no run {name!r} in this app; runs: {', '.join(runs)}")
-        return runs[name]
+        return run_named(runs, name)
 
     def checkpoint_pair(run: str) -> dict:
         """Two checkpoints' paintings of one prompt and seed, in random order; checkpoint names hidden."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from salon.apps.app_checkpoints import run_named
 from salon.apps.app_grid import gallery_with_detail
 from salon.apps.app_label import store_errors
 from salon.pool.errors import PoolError
@@ -23,9 +24,7 @@ from salon.train.suspects import load_suspects
 
 def suspects_view(state, runs: dict, refresh_on: list) -> None:
     def run_of(name: str):
-        if name not in runs:
-            raise gr.Error(f"no run {name!r} in this app; runs: {', '.join(runs)}")
-        return runs[name]
+        return run_named(runs, name)
 
     def listed(run: str) -> list[dict]:
         """The run's suspects, each with every labeler's latest mark."""
