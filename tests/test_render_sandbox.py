@@ -58,6 +58,10 @@ HOSTILE_VERDICTS = {
     "gpu_copy_texture_bomb": {"runtime_error"},
     "gpu_allocation_routes": {"runtime_error"},
     "verdict_tamper": {"text_label"},
+    # Sketch code run from inside p5.brush (an option's valueOf) and an emptied stack: "who
+    # called" is read from every call's own stack, and the stack's depth is fixed.
+    "brush_value_of_shader": {"bare_primitives"},
+    "stack_trace_limit": {"bare_primitives"},
 }
 PAINTS_TOO = list(HOSTILE_VERDICTS)[list(HOSTILE_VERDICTS).index("iframe_webrtc"):]
 

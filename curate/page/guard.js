@@ -20,8 +20,12 @@
   // Internal state: in this closure, never on window (a sketch could clear a violation otherwise).
   const I = { violations: new Set(), details: [], errors: [], seed: 0, size: SIZE, started: false, settled: false,
     own: new WeakSet() };  // own: nodes this page inserts itself (the sketch's script element)
-  Error.stackTraceLimit = 40;
   const define = (obj, name, value) => Object.defineProperty(obj, name, { value, writable: false, configurable: false });
+  // Fixed, so a sketch cannot empty the stacks every "who called" check reads (stackTraceLimit = 0).
+  // The caller is at most the fifth frame of such a stack (frames(), I.sketchCalled, a wrapper or
+  // two of this page's); 12 leaves room and keeps the check cheap, since it runs on every p5
+  // primitive p5.brush calls.
+  define(Error, "stackTraceLimit", 12);
 
   // Mulberry32, reseeded per sketch; p5.brush seeds its own PRNG from Math.random at load.
   let state = 1;

@@ -4,38 +4,28 @@
 // and wraps the p5 drawing calls and `brush` so the sketch's own bypasses and inventions show.
 (() => {
   const I = window.__salon.claim();  // the guard's internal state, handed over once
-  // Above zero while a brush.* call runs (and not inside a callback of the sketch's that brush
-  // calls): p5 drawing then comes from p5.brush, and the stack need not be read. Reading it
-  // costs microseconds, and p5.brush makes thousands of p5 calls per painting.
-  let inBrush = 0;
-  const sketchCalled = () => inBrush === 0 && I.sketchCalled();
-  const wrapP5 = (names, code) => {
+  // Who called is read from the stack on every call (guard.js: I.sketchCalled), whatever is
+  // running around it: sketch code that p5.brush runs (an option's valueOf, a getter, a callback)
+  // is the sketch's.
+  const wrapP5 = (names, before) => {
     for (const name of names) {
       const real = p5.prototype[name];
       if (typeof real !== "function") continue;
-      p5.prototype[name] = function (...a) { if (sketchCalled()) I.flag(code, name + "()"); return real.apply(this, a); };
+      p5.prototype[name] = function (...a) { before(name + "()"); return real.apply(this, a); };
     }
   };
+  const flagWhenSketch = (code) => (what) => { if (I.sketchCalled()) I.flag(code, what); };
   // p5.brush calls p5's primitives on the sketch's behalf, so these count only when the sketch
   // itself calls them.
-  wrapP5(__SALON_BARE__, "bare_primitives");
-  wrapP5(__SALON_TEXT__, "text_label");
-  wrapP5(__SALON_DOM__, "external_access");
+  wrapP5(__SALON_BARE__, flagWhenSketch("bare_primitives"));
+  wrapP5(__SALON_TEXT__, flagWhenSketch("text_label"));
+  wrapP5(__SALON_DOM__, flagWhenSketch("external_access"));
   // Glyphs count whoever draws them: nothing in p5.brush does.
-  for (const name of __SALON_GLYPHS__) {
-    const real = p5.prototype[name];
-    if (typeof real !== "function") continue;
-    p5.prototype[name] = function (...a) { I.text(name + "()"); return real.apply(this, a); };
-  }
+  wrapP5(__SALON_GLYPHS__, (what) => I.text(what));
   // Shaders of the sketch's own are refused, not only reported (guard.js says why).
-  for (const name of __SALON_SHADERS__) {
-    const real = p5.prototype[name];
-    if (typeof real !== "function") continue;
-    p5.prototype[name] = function (...a) {
-      if (sketchCalled()) { I.flag("bare_primitives", name + "()"); throw new TypeError("salon sandbox: " + name + "() is not allowed"); }
-      return real.apply(this, a);
-    };
-  }
+  wrapP5(__SALON_SHADERS__, (what) => {
+    if (I.sketchCalled()) { I.flag("bare_primitives", what); throw new TypeError("salon sandbox: " + what + " is not allowed"); }
+  });
 
   // The canvas is always size x size at pixel density 1, whatever the sketch asks for.
   const realCreateCanvas = p5.prototype.createCanvas;
@@ -60,21 +50,10 @@
 
   const realBrush = window.brush;
   const api = new Set(Object.keys(realBrush));
-  const asSketch = (f) => typeof f !== "function" ? f : new Proxy(f, {
-    apply(t, self, a) { const saved = inBrush; inBrush = 0; try { return Reflect.apply(t, self, a); } finally { inBrush = saved; } },
-  });
-  const inside = (f) => new Proxy(f, {
-    apply(t, self, a) { inBrush++; try { return Reflect.apply(t, self === window.brush ? realBrush : self, a.map(asSketch)); } finally { inBrush--; } },
-    construct(t, a, nt) { inBrush++; try { return Reflect.construct(t, a.map(asSketch), nt); } finally { inBrush--; } },
-  });
-  const wrapped = new Map();
   window.brush = new Proxy(realBrush, {
     get(t, prop, r) {
       if (typeof prop === "string" && !api.has(prop) && prop !== "then" && prop !== "toJSON") I.flag("unknown_brush_method", "brush." + prop);
-      const value = Reflect.get(t, prop, r);
-      if (typeof value !== "function") return value;
-      if (!wrapped.has(prop)) wrapped.set(prop, inside(value));
-      return wrapped.get(prop);
+      return Reflect.get(t, prop, r);
     },
     set(t, prop) { I.flag("unknown_brush_method", "brush." + String(prop) + " = ..."); return true; },
   });
