@@ -49,12 +49,12 @@ async def soak(n: int, window: int, kill_at: int) -> None:
     items = workload(n, seed=0)
     config = RenderConfig(render_rejects=True)  # hostile code must reach the page, not stop at the static gate
     me = os.getpid()
-    print(f"{n} renders, {sum(k.startswith('hostile') for k, _, _ in items)} hostile, "
-          f"{config.browser_count} browsers, recycle every {config.recycle_after}")
-    print(f"{'renders':>9s} {'renders/s':>10s} {'tree MiB':>9s} {'ok':>4s} {'violations':>10s} {'unavail':>7s}")
     rows, killed_pid, peak = [], None, 0.0
     bad_good = []
     async with Renderer(config) as renderer:
+        print(f"{n} renders, {sum(k.startswith('hostile') for k, _, _ in items)} hostile, "
+              f"{renderer.browsers} browsers on {renderer.gl.name}, recycle every {config.recycle_after}")
+        print(f"{'renders':>9s} {'renders/s':>10s} {'tree MiB':>9s} {'ok':>4s} {'violations':>10s} {'unavail':>7s}")
         pending: set[asyncio.Task] = set()
         queue = list(items)
         stats, t_window, done = Counter(), time.perf_counter(), 0

@@ -40,6 +40,7 @@ def page_assets(config) -> dict[str, tuple[bytes, str]]:
     guard = (_PAGE_DIR / "guard.js").read_text()
     guard = guard.replace("__SALON_SIZE__", str(int(config.size)))
     guard = guard.replace("__SALON_GPU_BUDGET__", str(int(config.gpu_memory_mb) * 2**20))
+    guard = guard.replace("__SALON_GLYPHS__", json.dumps(list(gate.GLYPH_CALLS)))
     start = (_PAGE_DIR / "start.js").read_text()
     start = start.replace("__SALON_BARE__", json.dumps(list(gate.BARE_PRIMITIVES)))
     start = start.replace("__SALON_TEXT__", json.dumps([c for c in gate.TEXT_CALLS if c not in gate.GLYPH_CALLS]))

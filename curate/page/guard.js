@@ -70,7 +70,7 @@
 
   // Code from strings: the policy forbids eval in every realm; this names the attempt, and code
   // that would have drawn text is text_label too, whichever job handed it over.
-  const GLYPHS = /\b(text|textToPoints|textToContours|fillText|strokeText)\b/;
+  const GLYPHS = new RegExp("\\b(" + [...__SALON_GLYPHS__, "fillText", "strokeText"].join("|") + ")\\b");
   const fromString = (what, args) => {
     if (args.some((a) => GLYPHS.test(String(a)))) flag("text_label", what + " of code that draws text");
     return blocked(what);
