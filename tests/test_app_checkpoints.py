@@ -84,7 +84,7 @@ def test_choices_through_gradio_client(app, run, capsys):
     rates = {r["step"]: r for r in report["checkpoints"] if r["human_comparisons"]}
     assert rates and all(r["human_low"] <= r["human_win_rate"] <= r["human_high"] for r in rates.values())
     top, bottom = max(rates), min(rates)  # the later checkpoint of every pair won
-    assert rates[top]["human_win_rate"] == 1.0 and rates[bottom]["human_win_rate"] == 0.0
+    assert rates[top]["human_win_rate"] == pytest.approx(1.0) and rates[bottom]["human_win_rate"] == pytest.approx(0.0)
     assert report["best_by_human"] == max(rates, key=lambda s: (rates[s]["human_win_rate"], -s))
     from datasets import Dataset
 

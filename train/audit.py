@@ -31,7 +31,8 @@ from salon.train.config import AuditSettings
 MIN_SAMPLES = 8  # fewer rollouts than this say nothing about correlation or saturation
 
 
-def _mean(values):
+def mean_present(values) -> float | None:
+    """The mean of the values that are there (None and NaN left out); None when none are."""
     values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
     return float(np.mean(values)) if values else None
 
@@ -51,26 +52,26 @@ def batch_stats(rows: list[dict], images: list, components: list[str]) -> dict:
     rendered = [r for r, im in zip(rows, images) if im is not None]
     out = {
         "rollouts": n,
-        "gate_pass": _mean([float(bool(r["gate_passed"])) for r in rows]),
+        "gate_pass": mean_present([float(bool(r["gate_passed"])) for r in rows]),
         "none": sum(r["reward"] is None for r in rows),
         "none_frac": sum(r["reward"] is None for r in rows) / n if n else None,
         "render_unavailable": sum(bool(r["render_unavailable"]) for r in rows),
         "judge_missing": sum("judge" in m for m in missing),
         "absolute_missing": sum("absolute" in m for m in missing),
-        "reward/mean": _mean(rewards),
+        "reward/mean": mean_present(rewards),
         "reward/bottom": float(np.min(rewards)) if rewards else None,
         "reward/median": float(np.median(rewards)) if rewards else None,
         "reward/top": float(np.max(rewards)) if rewards else None,
         "reward/under_0.3": sum(v < 0.3 for v in rewards),
-        "coverage": _mean([r.get("coverage") for r in rendered]),
-        "blank_share": _mean([float(is_blank(r)) for r in rendered]),
+        "coverage": mean_present([r.get("coverage") for r in rendered]),
+        "blank_share": mean_present([float(is_blank(r)) for r in rendered]),
     }
     groups: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
         groups.setdefault(r["group"], []).append(i)
     zero_std = [float(np.std(v) < 1e-8) for v in ([rows[i]["reward"] for i in idx if rows[i]["reward"] is not None]
                                                   for idx in groups.values()) if len(v) >= 2]
-    out["frac_reward_zero_std"] = _mean(zero_std)
+    out["frac_reward_zero_std"] = mean_present(zero_std)
     painted = [i for i, (r, im) in enumerate(zip(rows, images)) if im is not None and r["gate_passed"]]
     if len(painted) >= 2:
         d = distance_matrix([images[i] for i in painted])
@@ -124,7 +125,7 @@ def alarms(history: list[dict], settings: AuditSettings) -> list[dict]:
         late, early = history[i - w + 1:i + 1], history[i - 2 * w + 1:i - w + 1]
 
         def m(rows, key):
-            return _mean([r.get(key) for r in rows])
+            return mean_present([r.get(key) for r in rows])
 
         r_late, r_early = m(late, "reward/mean"), m(early, "reward/mean")
         if r_late is None or r_early is None or r_late - r_early <= settings.reward_rise:
@@ -179,23 +180,29 @@ def records_of(df) -> list[dict]:
     return records
 
 
-def audit_run(run_dir: str | Path, settings: AuditSettings | None = None, figures: Path | None = None) -> dict:
-    """Per-step statistics, window checks and alarms from a run's archive; figures into `figures`."""
+def by_step_of(frame) -> tuple[list[dict], list, dict[int, list[int]]]:
+    """A frame's rows as records, their images decoded (None where missing), and the row indexes
+    of each step, in step order."""
     from PIL import Image
 
+    records = records_of(frame)
+    images = [Image.open(io.BytesIO(b)).convert("RGB") if b else None for b in frame["image"]]
+    by_step: dict[int, list[int]] = {}
+    for i, r in enumerate(records):
+        by_step.setdefault(int(r["step"]), []).append(i)
+    return records, images, dict(sorted(by_step.items()))
+
+
+def audit_run(run_dir: str | Path, settings: AuditSettings | None = None, figures: Path | None = None) -> dict:
+    """Per-step statistics, window checks and alarms from a run's archive; figures into `figures`."""
     from salon.train.archive import load_rollouts
 
     settings = settings or AuditSettings()
     df = load_rollouts(run_dir)
     components = components_of(df)
-    records = records_of(df)
-    pil = [Image.open(io.BytesIO(b)).convert("RGB") if b else None for b in df["image"]]
-    steps, history = sorted(df["step"].unique()), []
-    by_step: dict[int, list[int]] = {}
-    for i, r in enumerate(records):
-        by_step.setdefault(int(r["step"]), []).append(i)
-    for step in steps:
-        idx = by_step[int(step)]
+    records, pil, by_step = by_step_of(df)
+    steps, history = list(by_step), []
+    for step, idx in by_step.items():
         history.append({"step": int(step), **batch_stats([records[i] for i in idx], [pil[i] for i in idx],
                                                          components)})
     last = [r for r in records if r["step"] > steps[-1] - settings.window]

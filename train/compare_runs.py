@@ -95,32 +95,26 @@ def compare_runs(run_dirs: list[str], plot: Path | None = None) -> dict:
 
 
 def plot_curves(runs: list[dict], path: Path) -> Path:
-    import matplotlib
+    from salon.train.eval_plots import as_floats, pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     with_eval = [r for r in runs if r["eval"]]
     fig, ax = plt.subplots(1, 4 if with_eval else 3, figsize=(18 if with_eval else 14, 4.2))
     for i, r in enumerate(runs):
         c, name = f"C{i}", Path(r["run_dir"]).name
         x = r["curve"]["step"]
-        ax[0].plot(x, [np.nan if v is None else v for v in r["curve"]["mean"]], color=c, label=name)
-        ax[0].plot(x, [np.nan if v is None else v for v in r["curve"]["top"]], color=c, linestyle=":", alpha=0.6)
-        ax[0].plot(x, [np.nan if v is None else v for v in r["curve"]["median"]], color=c, linestyle="--", alpha=0.6)
-        ax[1].plot(x, [np.nan if v is None else v for v in r["curve"]["under_0.3"]], color=c, label=name)
-        ax[2].plot(x, [np.nan if v is None else v for v in r["curve"]["coverage"]], color=c, label=name)
+        ax[0].plot(x, as_floats(r["curve"]["mean"]), color=c, label=name)
+        ax[0].plot(x, as_floats(r["curve"]["top"]), color=c, linestyle=":", alpha=0.6)
+        ax[0].plot(x, as_floats(r["curve"]["median"]), color=c, linestyle="--", alpha=0.6)
+        ax[1].plot(x, as_floats(r["curve"]["under_0.3"]), color=c, label=name)
+        ax[2].plot(x, as_floats(r["curve"]["coverage"]), color=c, label=name)
         if r["eval"]:
             e = r["eval"]["curve"]
-            ax[3].plot(e["step"], [np.nan if v is None else v for v in e["oracle"]], "o-", color=c, label=name)
+            ax[3].plot(e["step"], as_floats(e["oracle"]), "o-", color=c, label=name)
     titles = ["reward per step (solid mean, dotted best, dashed median)", "rollouts under 0.3 per step",
               "paint coverage per step", "eval: oracle by checkpoint"]
     for axis, title in zip(ax, titles):
         axis.set_title(title, fontsize=9)
         axis.set_xlabel("step")
         axis.legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -34,6 +34,11 @@ RENDER_BACKENDS = ("local", "ray", "env")
 DEFAULT_WEIGHTS = {"gate": 0.05, "length": 0.05, "judge": 0.9}
 
 
+def _on_off(value):
+    """A setting of "on"/"off"/..., as YAML 1.1 reads a bare on/off: a boolean."""
+    return ("on" if value else "off") if isinstance(value, bool) else value
+
+
 def _problems(cls_name: str, problems: list[str]) -> None:
     if problems:
         raise ConfigError(problems, cls_name)
@@ -153,8 +158,7 @@ class GRPOSettings:
                      "no extra package")
         if not 0 < self.vllm_gpu_memory_utilization < 1:
             p.append(f"grpo.vllm_gpu_memory_utilization={self.vllm_gpu_memory_utilization}: a share in (0, 1)")
-        if isinstance(self.generation_compile, bool):  # YAML 1.1 reads a bare on/off as a boolean
-            self.generation_compile = "on" if self.generation_compile else "off"
+        self.generation_compile = _on_off(self.generation_compile)
         if self.generation_compile not in GENERATION_COMPILE:
             p.append(f"grpo.generation_compile={self.generation_compile!r}: use {', '.join(GENERATION_COMPILE)}")
         if self.generation_prompt_bucket < 1:
@@ -296,8 +300,7 @@ class RenderSettings:
 
     def __post_init__(self):
         p = []
-        if isinstance(self.gpu, bool):  # YAML 1.1 reads a bare on/off as a boolean
-            self.gpu = "on" if self.gpu else "off"
+        self.gpu = _on_off(self.gpu)
         if self.backend not in RENDER_BACKENDS:
             p.append(f"render.backend={self.backend!r}: use one of {', '.join(RENDER_BACKENDS)}")
         if self.gpu not in GPU_MODES:

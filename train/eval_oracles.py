@@ -17,14 +17,11 @@ An oracle that raises or gives no answer scores `None` (missing, counted), never
 
 from __future__ import annotations
 
-import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from salon.pool.errors import ConfigError
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -97,7 +94,7 @@ class Oracle:
             kwargs["model"] = resolve_model(kwargs["model"], run_dir / "eval" / f"tiny-{spec.label}")
         self.judge = load_judge(spec.name, **kwargs)
         self.pairwise = hasattr(self.judge, "judge") and not hasattr(self.judge, "score")
-        self.references, self.k, self.mix, self.seed = None, spec.k or train_cfg.judge.k, train_cfg.judge.mix, 0
+        self.references, self.k, self.mix = None, spec.k or train_cfg.judge.k, train_cfg.judge.mix
         if self.pairwise:
             self.references = (self._references(spec.references, run_dir) if spec.references
                                else run_references)
@@ -110,24 +107,13 @@ class Oracle:
         return load_references(resolve_references(source, run_dir / "eval" / "tiny-refs"))
 
     def score(self, images: list, prompt: str) -> list[float | None]:
-        if not images:
-            return []
-        if hasattr(self.judge, "rate"):
-            try:
-                return [r.score for r in self.judge.rate(images, [prompt] * len(images))]
-            except Exception as e:  # a reward model that raises could not answer: missing
-                log.warning("oracle %s failed: %s", self.spec.label, e)
-                return [None] * len(images)
-        if not self.pairwise:
-            from salon.train.scoring import safe_scores
+        from salon.train.scoring import judge_safely, safe_ratings
 
-            return [None if v is None else float(v) for v in safe_scores(self.judge, images)]
-        from salon.judges.winrate import draw_references, group_seed, judge_group
+        if not self.pairwise:  # a reward model (with the prompt where it takes one) or an image judge
+            ratings = safe_ratings(self.judge, images, [prompt] * len(images))
+            return [None if r.score is None else float(r.score) for r in ratings]
+        from salon.judges.winrate import draw_references, group_seed
 
         # one draw per prompt, the same for every checkpoint: their scores differ by the paintings only
-        draw = draw_references(self.references, self.k, self.mix, seed=group_seed(self.seed, "oracle", prompt))
-        try:
-            return list(judge_group(self.judge, images, draw).scores)
-        except Exception as e:  # a judge that raises is down: missing, never a bad painting
-            log.warning("oracle %s failed: %s", self.spec.label, e)
-            return [None] * len(images)
+        draw = draw_references(self.references, self.k, self.mix, seed=group_seed(0, "oracle", prompt))
+        return list(judge_safely(self.judge, images, draw)[0])

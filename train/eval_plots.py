@@ -17,12 +17,16 @@ from pathlib import Path
 import numpy as np
 
 
-def _series(rows: list[dict], key: str, sub: str | None = None):
-    values = [(r.get(key) or {}).get(sub) if sub else r.get(key) for r in rows]
+def as_floats(values) -> np.ndarray:
+    """Values to plot, a missing one (None) as NaN: a gap in the line, not a zero."""
     return np.array([np.nan if v is None else v for v in values], dtype=float)
 
 
-def _pyplot():
+def _series(rows: list[dict], key: str, sub: str | None = None):
+    return as_floats((r.get(key) or {}).get(sub) if sub else r.get(key) for r in rows)
+
+
+def pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -32,7 +36,7 @@ def _pyplot():
 
 
 def plot_proxy_oracle(report: dict, path: Path) -> Path:
-    plt = _pyplot()
+    plt = pyplot()
     rows = report["checkpoints"]
     x = [r["step"] for r in rows]
     fig, ax = plt.subplots(figsize=(9, 5))
@@ -60,11 +64,11 @@ def plot_proxy_oracle(report: dict, path: Path) -> Path:
     more = right.get_legend_handles_labels()
     ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize=8, loc="best")
     ax.set_title("proxy and oracle by checkpoint (red: alarm, dotted: best)")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_craft(report: dict, path: Path) -> Path:
-    plt = _pyplot()
+    plt = pyplot()
     rows = report["checkpoints"]
     x = [r["step"] for r in rows]
     fig, (ax, colour) = plt.subplots(1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [2, 1]})
@@ -83,7 +87,7 @@ def plot_craft(report: dict, path: Path) -> Path:
     for a in report["alarms"]:
         for axis in (ax, colour):
             axis.axvline(a["step"], color="red", alpha=0.25)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_grid(frame, report: dict, path: Path, columns: int) -> Path:
@@ -130,7 +134,7 @@ def _nan(v) -> bool:
     return v is None or (isinstance(v, float) and np.isnan(v))
 
 
-def _save(fig, path: Path) -> Path:
+def save_figure(fig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=90)

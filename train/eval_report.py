@@ -30,10 +30,9 @@ named: it is the checkpoint to keep.
 
 from __future__ import annotations
 
-import io
 import math
 
-from salon.train.audit import batch_stats, components_of, records_of
+from salon.train.audit import batch_stats, by_step_of, components_of, mean_present
 
 Z95 = 1.959964
 # (key, +1 higher is better / -1 lower is better, the config field holding its tolerance)
@@ -68,17 +67,12 @@ def human_win_rates(choices: list) -> dict[int, dict]:
     return out
 
 
-def _mean(values) -> float | None:
-    values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
-    return sum(values) / len(values) if values else None
-
-
 def checkpoint_summary(step: int, records: list[dict], images: list, oracle_labels: list[str],
                        components: list[str]) -> dict:
     stats = batch_stats(records, images, components)
     rendered = [r for r, im in zip(records, images) if im is not None]
     passed = [r for r in records if r["gate_passed"]]
-    oracles = {o: _mean([r.get(f"oracle_{o}") for r in passed]) for o in oracle_labels}
+    oracles = {o: mean_present([r.get(f"oracle_{o}") for r in passed]) for o in oracle_labels}
     across = stats.get("diversity_across")
     return {
         "step": step, "checkpoint": records[0]["checkpoint"], "samples": len(records),
@@ -86,7 +80,7 @@ def checkpoint_summary(step: int, records: list[dict], images: list, oracle_labe
         "oracle_mean": oracles[oracle_labels[0]] if oracle_labels else None, "oracles": oracles,
         "oracle_missing": {o: sum(o in (r.get("oracle_missing") or []) for r in passed) for o in oracle_labels},
         "coverage": stats["coverage"], "blank_share": stats["blank_share"],
-        "colourfulness": _mean([r.get("colourfulness") for r in rendered]),
+        "colourfulness": mean_present([r.get("colourfulness") for r in rendered]),
         "diversity_within": stats.get("diversity_within"), "diversity_across": across,
         "cross_prompt_similarity": None if across is None else 1.0 - across,
         "gate_pass": stats["gate_pass"], "render_unavailable": stats["render_unavailable"],
@@ -157,17 +151,11 @@ def _best(rows: list[dict], key: str) -> int | None:
 
 def build_report(frame, choices: list, oracle_labels: list[str], config) -> dict:
     """The report of an eval: `frame` holds every sample of the checkpoints to report (with images)."""
-    from PIL import Image
-
-    records = records_of(frame)
-    images = [Image.open(io.BytesIO(b)).convert("RGB") if b else None for b in frame["image"]]
+    records, images, by_step = by_step_of(frame)
     components = components_of(frame)
-    by_step: dict[int, list[int]] = {}
-    for i, r in enumerate(records):
-        by_step.setdefault(int(r["step"]), []).append(i)
     human = human_win_rates(choices)
     rows = []
-    for step, idx in sorted(by_step.items()):
+    for step, idx in by_step.items():
         row = checkpoint_summary(step, [records[i] for i in idx], [images[i] for i in idx], oracle_labels,
                                  components)
         h = human.get(step, {})

@@ -58,7 +58,7 @@ class Collect:
     """A Recorder stand-in for the RewardAdapter: keeps the scored rollouts of one call."""
 
     def record(self, rollouts, step, log_metric=None, timing=None):
-        self.rollouts, self.timing = rollouts, timing or {}
+        self.rollouts = rollouts
 
 
 class CachedRender:

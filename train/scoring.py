@@ -89,7 +89,7 @@ class Scorer:
         images = [decode(r.png) for r in results]
         passed = [i for i, r in enumerate(results) if r.ok and images[i] is not None]
         draw = draw_references(self.references, self.k, self.mix, seed=group_seed(self.seed, step, samples[0].prompt))
-        judged, reasons = self._judge([images[i] for i in passed], draw)
+        judged, reasons = judge_safely(self.judge, [images[i] for i in passed], draw)
         extra = {name: safe_scores(j, [images[i] for i in passed]) for name, j in self.image_judges.items()}
         rated = []
         if self.absolute is not None:
@@ -123,16 +123,6 @@ class Scorer:
                               images[i], coverage.get(i), rated[at[i]] if i in at and rated else None))
         return out
 
-    def _judge(self, images, draw) -> tuple[list, list]:
-        if not images:
-            return [], []
-        try:
-            scored = judge_group(self.judge, images, draw)
-            return scored.scores, scored.reasons
-        except Exception as e:  # a judge that raises is down: missing, never a bad painting
-            log.warning("judge failed on a group: %s", e)
-            return [None] * len(images), [f"judge failed: {type(e).__name__}: {e}"] * len(images)
-
     def _total(self, comp: dict, missing: list[str], passed: bool) -> float | None:
         if missing:
             return None
@@ -150,14 +140,27 @@ class _Coverage:
         return [composition(im).coverage for im in images]
 
 
-def safe_ratings(judge, images) -> list[Rating]:
-    """The absolute scorer's Ratings (`rate` where it has one, else its scores), None-scored where it failed."""
+def judge_safely(judge, images, draw) -> tuple[list, list]:
+    """A pairwise judge's group scores against `draw` and their reasons; None for each when it raised."""
+    if not images:
+        return [], []
+    try:
+        scored = judge_group(judge, images, draw)
+        return scored.scores, scored.reasons
+    except Exception as e:  # a judge that raises is down: missing, never a bad painting
+        log.warning("judge %s failed on a group: %s", getattr(judge, "name", judge), e)
+        return [None] * len(images), [f"judge failed: {type(e).__name__}: {e}"] * len(images)
+
+
+def safe_ratings(judge, images, prompts: list[str] | None = None) -> list[Rating]:
+    """The absolute scorer's Ratings (`rate` where it has one, with `prompts` when given, else its
+    scores), None-scored where it failed."""
     if not hasattr(judge, "rate"):
         return [Rating(v) for v in safe_scores(judge, images)]
     if not images:
         return []
     try:
-        ratings = list(judge.rate(images))
+        ratings = list(judge.rate(images) if prompts is None else judge.rate(images, prompts))
         if len(ratings) == len(images):
             return ratings
         reason = f"{len(ratings)} ratings for {len(images)} images"

@@ -78,9 +78,11 @@ def near_duplicates(rows: list[dict], pngs: list[bytes]) -> set[int]:
             hashes[i] = check_png(png, "a rollout's painting")
         except PoolError:
             continue  # an undecodable PNG is the reward's missing image, not a suspect
+    by_step: dict = {}
+    for i in hashes:
+        by_step.setdefault(rows[i]["step"], []).append(i)
     out: set[int] = set()
-    for step in {rows[i]["step"] for i in hashes}:
-        idx = [i for i in hashes if rows[i]["step"] == step]
+    for idx in by_step.values():
         table = hashes_to_array([hashes[i] for i in idx])
         for a in idx:
             close = hamming_to_all(hashes[a], table) <= DEFAULT_DUP_DISTANCE
@@ -106,7 +108,9 @@ def find_suspects(run_dir: str | Path, k: int, settings: SuspectSettings | None 
     for n, i in enumerate(rendered):
         r = records[i]
         found = set(flags_of(r, Image.open(io.BytesIO(pngs[i])).convert("RGB"), settings))
-        found = [f for f in FLAGS if f in found or (f == "near_duplicate" and n in dups)]
+        if n in dups:
+            found.add("near_duplicate")
+        found = [f for f in FLAGS if f in found]
         if found:
             flagged.append((i, found))
     flagged.sort(key=lambda item: -records[item[0]]["reward"])
