@@ -38,14 +38,16 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from salon.train.archive import load_rollouts
     from salon.train.audit import audit_run
     from salon.train.config import AuditSettings
 
     settings = AuditSettings(**{k: v for k, v in (("window", args.window), ("grid_every", args.grid_every or 0))
                                 if v is not None})
     out = None if args.no_figures else Path(args.out or Path(args.run_dir) / "audit")
-    report = audit_run(args.run_dir, settings, out)
-    report.update(suspect_lists(args.run_dir, args.suspects))
+    frame = load_rollouts(args.run_dir)  # read once: the audit and the suspects both go through every painting
+    report = audit_run(args.run_dir, settings, out, frame=frame)
+    report.update(suspect_lists(args.run_dir, args.suspects, frame))
     if args.json:
         print(json.dumps(report, default=float))
     else:
@@ -53,7 +55,7 @@ def run(args) -> int:
     return 1 if report["alarms"] else 0
 
 
-def suspect_lists(run_dir: str, k: int | None) -> dict:
+def suspect_lists(run_dir: str, k: int | None, frame=None) -> dict:
     """The suspects (found now with --suspects K, else the last list) and how people marked them."""
     from salon.pool.errors import ConfigError
     from salon.train.reviews import Reviews
@@ -63,7 +65,7 @@ def suspect_lists(run_dir: str, k: int | None) -> dict:
     if k is not None:
         if k < 1:
             raise ConfigError([f"--suspects {k}: list at least 1"], "salon audit")
-        out["suspects"] = find_suspects(run_dir, k, out=Path(run_dir) / "audit")
+        out["suspects"] = find_suspects(run_dir, k, out=Path(run_dir) / "audit", frame=frame)
     listed = out["suspects"]["suspects"] if k is not None else load_suspects(run_dir)
     if listed:
         marks = {}

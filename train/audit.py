@@ -193,12 +193,14 @@ def by_step_of(frame) -> tuple[list[dict], list, dict[int, list[int]]]:
     return records, images, dict(sorted(by_step.items()))
 
 
-def audit_run(run_dir: str | Path, settings: AuditSettings | None = None, figures: Path | None = None) -> dict:
-    """Per-step statistics, window checks and alarms from a run's archive; figures into `figures`."""
+def audit_run(run_dir: str | Path, settings: AuditSettings | None = None, figures: Path | None = None,
+              frame=None) -> dict:
+    """Per-step statistics, window checks and alarms from a run's archive (`frame`: the archive
+    already loaded with its images); figures into `figures`."""
     from salon.train.archive import load_rollouts
 
     settings = settings or AuditSettings()
-    df = load_rollouts(run_dir)
+    df = load_rollouts(run_dir) if frame is None else frame
     components = components_of(df)
     records, pil, by_step = by_step_of(df)
     steps, history = list(by_step), []

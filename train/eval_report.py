@@ -91,12 +91,9 @@ def checkpoint_summary(step: int, records: list[dict], images: list, oracle_labe
 
 def _worse(a: float, b: float, direction: int, tolerance: float, relative: bool) -> float | None:
     """How much worse b is than a (in the measure's bad direction), if beyond the tolerance."""
-    if relative:
-        if a <= 0:
-            return None
-        drop = (a - b) / abs(a) if direction > 0 else (b - a) / abs(a)
-    else:
-        drop = (a - b) if direction > 0 else (b - a)
+    if relative and a <= 0:
+        return None
+    drop = direction * (a - b) / (a if relative else 1)
     return drop if drop > tolerance else None
 
 
@@ -104,14 +101,15 @@ def alarms(rows: list[dict], config) -> list[dict]:
     """The proxy rises while an oracle, a craft measure or the human win rate falls (module doc)."""
     measures = [(f"oracles.{o}", 1, config.oracle_drop, True) for o in (rows[0]["oracles"] if rows else {})]
     measures += [(k, d, getattr(config, field), field == "craft_drop") for k, d, field in CRAFT]
+    measures.append(("human_win_rate", 1, 0.0, False))
     out = []
     for i, now in enumerate(rows):
-        for key, direction, tolerance, relative in measures + [("human_win_rate", 1, 0.0, False)]:
+        # the checkpoints before this one that the proxy has risen from since
+        earlier = [t for t in rows[:i] if now["proxy_mean"] is not None and t["proxy_mean"] is not None
+                   and now["proxy_mean"] - t["proxy_mean"] > config.proxy_rise]
+        for key, direction, tolerance, relative in measures:
             worst = None
-            for then in rows[:i]:
-                if now["proxy_mean"] is None or then["proxy_mean"] is None or \
-                        now["proxy_mean"] - then["proxy_mean"] <= config.proxy_rise:
-                    continue
+            for then in earlier:
                 a, b = _value(then, key), _value(now, key)
                 if a is None or b is None:
                     continue

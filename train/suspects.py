@@ -92,15 +92,16 @@ def near_duplicates(rows: list[dict], pngs: list[bytes]) -> set[int]:
 
 
 def find_suspects(run_dir: str | Path, k: int, settings: SuspectSettings | None = None,
-                  out: Path | None = None) -> dict:
-    """The top-k flagged rollouts by reward; with `out`, their PNGs, a grid and suspects.json there."""
+                  out: Path | None = None, frame=None) -> dict:
+    """The top-k flagged rollouts by reward (`frame`: the archive already loaded with its images);
+    with `out`, their PNGs, a grid and suspects.json there."""
     from PIL import Image
 
     from salon.train.archive import load_rollouts
     from salon.train.audit import records_of
 
     settings = settings or SuspectSettings()
-    df = load_rollouts(run_dir)
+    df = load_rollouts(run_dir) if frame is None else frame
     records, pngs = records_of(df), list(df["image"])
     rendered = [i for i, (r, png) in enumerate(zip(records, pngs)) if png and r["reward"] is not None]
     dups = near_duplicates([records[i] for i in rendered], [pngs[i] for i in rendered])
