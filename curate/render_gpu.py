@@ -46,11 +46,11 @@ SWIFTSHADER_ARGS = ["--disable-gpu"]
 # H200 (bench_render.py --gpu --same-seed 4, bench_render_gpu_h200.json): `angle-vulkan` is 1.46x
 # faster on heavy sketches because it rasterises p5.brush's Canvas2D fill masks (tens of thousands of
 # polygons per painting, flushed by drawImage) on the card, where `vulkan-icd` rasterises them on the
-# renderer's CPU (0.5-1.2 s of a heavy painting's renderer main thread). But repeated renders of one
-# sketch and seed differed in up to 0.57 % of pixels there (only with Canvas2D
-# on the card: with --disable-accelerated-2d-canvas it is exact again, and no faster), so the
-# sandbox's tests that compare the render after each hostile sketch with the same render alone
-# failed on it.
+# renderer's CPU (0.5-1.2 s of a heavy painting's renderer main thread, measured per thread:
+# benchmarks/results/render_threads_probe_h200.txt). But repeated renders of one sketch and seed
+# differed in up to 0.57 % of pixels there (only with Canvas2D on the card: with
+# --disable-accelerated-2d-canvas it is exact again, and no faster), so the sandbox's tests that
+# compare the render after each hostile sketch with the same render alone failed on it.
 GPU_FLAG_SETS: dict[str, list[str]] = {
     "vulkan-icd": ["--disable-gpu"],
     "angle-vulkan": ["--use-gl=angle", "--use-angle=vulkan", "--enable-features=Vulkan", "--ignore-gpu-blocklist"],
