@@ -28,7 +28,7 @@ Each arrangement renders WAVES (4) x its slots (browsers x pages) sketches and i
 steady state: renders/s and CPU between the first and the last full wave, the CPU split by
 process kind (renderer, gpu, browser, Playwright's driver, this Python). `--scaling 1,2,4,8,16`
 adds that many browsers on each path (and `--pages 1,2,4` pages per GPU browser, each
-combination), `--arrangements 16x1,8x2` GPU arrangements alone, `--flag-sets angle-vulkan` salon
+combination), `--arrangements 16x1,8x2` GPU arrangements alone, `--flag-sets vulkan-icd` salon
 on a GPU flag set the probe would not pick, and a `prior-art-gpu 4x4` row runs the prior art's
 bare page on the GPU path (what the sandbox page costs there). The ratio is the best GPU row's
 renders/s over the best SwiftShader row's, salon's rows only, the GPU's on the flag set the probe
@@ -41,7 +41,7 @@ seed two ways cannot be the default: the sandbox's no-leak tests compare images)
 `--interference` seconds, and fidelity: every bundled example at `--fidelity` seeds on both
 paths (pixels off by more than 16 in a channel, image judges and a pairwise judge on both).
 
-    python benchmarks/bench_render.py --gpu --arrangements 16x1,8x2,4x4 --flag-sets angle-vulkan \
+    python benchmarks/bench_render.py --gpu --arrangements 16x1,16x2,8x2 --flag-sets vulkan-icd \
         --json benchmarks/results/bench_render_gpu_h200.json
 """
 
@@ -442,7 +442,7 @@ def main() -> None:
     ap.add_argument("--arrangements", default="", help="GPU browsers x pages to measure, e.g. 16x1,8x2,4x4 (--gpu)")
     ap.add_argument("--json", default="", help="write the --gpu run here")
     ap.add_argument("--kinds", default="light,heavy", help="sketch lists to measure (--gpu)")
-    ap.add_argument("--flag-sets", default="", help="also salon on these GPU_FLAG_SETS, forced, e.g. angle-vulkan (--gpu)")
+    ap.add_argument("--flag-sets", default="", help="also salon on these GPU_FLAG_SETS, forced, e.g. vulkan-icd (--gpu)")
     ap.add_argument("--keep", action="store_true", help="keep what this run skips (a kind, interference, fidelity) "
                     "from --json's earlier run on the same device, listed under kept_from_an_earlier_run (--gpu)")
     ap.add_argument("--against", default="", metavar="REF",

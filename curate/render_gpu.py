@@ -10,9 +10,9 @@ GPU node draws the same brush stamps as a few thousand textured quads. What draw
 card headless (measured on an H200, shared/reference/gpu-rendering.md): a full Chromium build
 (Debian's; not the headless-shell builds), no display at all, and the Vulkan loader pointed at
 NVIDIA's ICD (`VK_DRIVER_FILES`), whose library needs libglvnd's `libGLdispatch.so.0`. Then
-Chromium's own software route (`--disable-gpu`: ANGLE over Vulkan, which would load
-SwiftShader's ICD) loads NVIDIA's driver instead and draws on the card; `--use-angle=vulkan`
-does too, faster but not pixel for pixel the same twice (GPU_FLAG_SETS says why it is second).
+ANGLE over Vulkan draws on the card, both through `--use-angle=vulkan` (`vulkan-canvas`, which
+also rasterises p5.brush's 2D-canvas masks there) and through Chromium's own software route
+(`--disable-gpu`, `vulkan-icd`, which would load SwiftShader's ICD and loads NVIDIA's instead).
 The ANGLE-over-EGL and plain EGL sets tried before never drew there and are gone.
 `probe_gl_paths` launches a browser per flag set and asks WebGL who renders
 (`WEBGL_debug_renderer_info`) and whether a drawn pixel reads back; the first set whose
@@ -40,20 +40,23 @@ SWIFTSHADER = "swiftshader"
 # The software path: `--disable-gpu` reaches SwiftShader 3 to 7 times faster than the prior
 # art's `--use-gl=angle --use-angle=swiftshader` flags (benchmarks/bench_render.py).
 SWIFTSHADER_ARGS = ["--disable-gpu"]
-# GPU flag sets, tried in this order, each with the loader pointed at NVIDIA's ICD. `vulkan-icd`
-# (Chromium's --disable-gpu route, WebGL through ANGLE over Vulkan) paints the same image for the
-# same sketch and seed every time; `angle-vulkan` does not, so it is only a fallback. Measured on the
-# H200 (bench_render.py --gpu --same-seed 4, bench_render_gpu_h200.json): `angle-vulkan` is 1.46x
-# faster on heavy sketches because it rasterises p5.brush's Canvas2D fill masks (tens of thousands of
-# polygons per painting, flushed by drawImage) on the card, where `vulkan-icd` rasterises them on the
-# renderer's CPU (0.5-1.2 s of a heavy painting's renderer main thread, measured per thread:
-# benchmarks/results/render_threads_probe_h200.txt). But repeated renders of one sketch and seed
-# differed in up to 0.57 % of pixels there (only with Canvas2D on the card: with
-# --disable-accelerated-2d-canvas it is exact again, and no faster), so the sandbox's tests that
-# compare the render after each hostile sketch with the same render alone failed on it.
+# GPU flag sets, tried in this order, each with the loader pointed at NVIDIA's ICD. Measured on the
+# H200 (benchmarks/probe_canvas_flags.py, results/probe_canvas_flags_h200.jsonl: heavy renders/s in
+# steady state, and 9 sketches rendered 6 times each at one seed): p5.brush draws tens of thousands
+# of polygons per painting into 2D-canvas masks, and where those are rasterised decides the speed.
+# `vulkan-canvas` puts Canvas2D on the card too: 8.1 renders/s. `vulkan-icd` (`--disable-gpu`)
+# draws WebGL on the card but rasterises the masks on the renderer's CPU (0.5-1.2 s of its main
+# thread per heavy painting, results/render_threads_probe_h200.txt): 4.9 renders/s, and the only
+# set whose repeats matched to the pixel. On `vulkan-canvas` repeats differed by at most 2 levels,
+# in up to 0.57 % of the pixels (one sketch; none in 6 of the 9): render noise far below what
+# tells two paintings apart, which the sandbox's same-image checks allow (8 levels). DynamicMSAA,
+# which Skia's GPU canvas switches per frame, is off: with it `angle-vulkan` (the bare
+# `--use-angle=vulkan` set) was slower (6.6) and up to 9 levels apart, and no variant without
+# MSAA was faster or closer.
 GPU_FLAG_SETS: dict[str, list[str]] = {
+    "vulkan-canvas": ["--use-gl=angle", "--use-angle=vulkan", "--enable-features=Vulkan", "--ignore-gpu-blocklist",
+                      "--disable-features=DynamicMSAA"],
     "vulkan-icd": ["--disable-gpu"],
-    "angle-vulkan": ["--use-gl=angle", "--use-angle=vulkan", "--enable-features=Vulkan", "--ignore-gpu-blocklist"],
 }
 SOFTWARE_RENDERERS = ("swiftshader", "llvmpipe", "softpipe", "software")
 # Where distributions, NVIDIA's installer and container toolkits put the ICD manifest.

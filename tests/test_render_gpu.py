@@ -3,8 +3,8 @@ GPU path's determinism and the share of the card a sketch can take.
 
 On a CPU machine (CI) `gpu=auto` must fall back to SwiftShader and say so on every result;
 `gpu=on` must refuse with what to do. On a host where Chromium can draw on an NVIDIA GPU, the
-same code and seed must give the same image on the GPU path, and a texture bomb must leave the
-card's memory where the budget puts it (the hostile sequence in test_render_sandbox.py runs
+same code and seed must give the same image on the GPU path (within render noise), and texture,
+2D-canvas and bitmap bombs must leave the card's memory where the budget puts it (the hostile sequence in test_render_sandbox.py runs
 there on the GPU path too, since `auto` picks it).
 """
 
@@ -84,7 +84,9 @@ def _gpu_memory_mib() -> int:
     return int(out.split()[0])
 
 
-async def test_gpu_texture_bomb_stays_inside_its_budget(gpu_renderer):
+# WebGL textures, and where Canvas2D is drawn on the card (vulkan-canvas) 2D canvases and bitmaps
+@pytest.mark.parametrize("bomb", ["gpu_texture_bomb", "gpu_canvas2d_bomb", "gpu_bitmap_bomb"])
+async def test_gpu_memory_bombs_stay_inside_their_budget(gpu_renderer, bomb):
     before = _gpu_memory_mib()
     peak = [before]
 
@@ -95,10 +97,10 @@ async def test_gpu_texture_bomb_stays_inside_its_budget(gpu_renderer):
 
     watcher = asyncio.ensure_future(watch())
     try:
-        bad = await gpu_renderer.render((HOSTILE / "gpu_texture_bomb.js").read_text(), timeout_s=30)
+        bad = await gpu_renderer.render((HOSTILE / f"{bomb}.js").read_text(), timeout_s=30)
     finally:
         watcher.cancel()
-    assert "runtime_error" in bad.violations and any("GPU memory budget" in d for d in bad.details)
+    assert "runtime_error" in bad.violations and any("GPU memory budget" in d for d in bad.details), bad
     # the budget (1024 MB) plus the browser's own GPU process overhead (measured ~300 MB)
     assert peak[0] - before < gpu_renderer.config.gpu_memory_mb + 768, (before, peak[0])
     after = await gpu_renderer.render(example("jellyfish_01_bell"))

@@ -62,6 +62,9 @@ HOSTILE_VERDICTS = {
     # called" is read from every call's own stack, and the stack's depth is fixed.
     "brush_value_of_shader": {"bare_primitives"},
     "stack_trace_limit": {"bare_primitives"},
+    # Canvas2D drawn on the card (vulkan-canvas): 2D canvases and image bitmaps are GPU memory too.
+    "gpu_canvas2d_bomb": {"bare_primitives", "runtime_error"},
+    "gpu_bitmap_bomb": {"bare_primitives", "runtime_error"},
 }
 PAINTS_TOO = list(HOSTILE_VERDICTS)[list(HOSTILE_VERDICTS).index("iframe_webrtc"):]
 

@@ -211,15 +211,21 @@
   wrapGL("renderbufferStorage", (gl, a) => charge(stateOf(gl).at.get("r"), "storage", a[2] * a[3] * 4, "a " + a[2] + "x" + a[3] + " renderbuffer"));
   wrapGL("renderbufferStorageMultisample", (gl, a) => charge(stateOf(gl).at.get("r"), "storage", Math.max(1, a[1]) * a[3] * a[4] * 4, "a multisampled renderbuffer"));
   wrapGL("bufferData", (gl, a) => charge(stateOf(gl).at.get("b" + a[0]), "data", typeof a[1] === "number" ? a[1] : (a[1] && a[1].byteLength) || 0, "a buffer"));
-  wrapGL("drawingBufferStorage", (gl, a) => charge(gl, "drawing buffer", a[1] * a[2] * 12, "a " + a[1] + "x" + a[2] + " drawing buffer"));
+  wrapGL("drawingBufferStorage", (gl, a) => charge(pixelsOf.get(gl), "pixels", a[1] * a[2] * 12, "a " + a[1] + "x" + a[2] + " drawing buffer"));
   for (const name of ["deleteTexture", "deleteRenderbuffer", "deleteBuffer"]) wrapGL(name, (gl, a) => release(a[0]));
   wrapGL("shaderSource", () => { if (I.sketchCalled()) { flag("bare_primitives", "shaderSource"); throw new TypeError("salon sandbox: shaders of the sketch's own are not allowed"); } });
-  // Each WebGL canvas holds a drawing buffer (colour, depth, antialiasing) for as long as the page
-  // lives, at whatever size its width and height are set to. A 2D or raw WebGL context of the
-  // sketch's own bypasses p5.brush.
+  // Each canvas with a context holds its pixels for as long as it lives, at whatever size its width
+  // and height are set to: a WebGL drawing buffer (colour, depth, antialiasing), or a 2D canvas's
+  // backing and its copy for display, which sit on the card where Canvas2D is drawn there (the
+  // vulkan-canvas path). They are charged to a token per canvas, released when the canvas is
+  // collected (p5.brush makes a scratch canvas per mask size and drops the last). A 2D or raw
+  // WebGL context of the sketch's own bypasses p5.brush.
+  const pixelsOf = new WeakMap();  // canvas, and its context -> the token its pixels are charged to
+  const whenCollected = window.FinalizationRegistry ? new FinalizationRegistry(release) : null;
+  const onCollect = whenCollected && FinalizationRegistry.prototype.register.bind(whenCollected);
   const chargeCanvas = (canvas, w = canvas.width, h = canvas.height) => {
-    const ctx = contexts.get(canvas);
-    if (ctx) charge(ctx, "drawing buffer", w * h * 12, "a " + w + "x" + h + " WebGL canvas");
+    const token = pixelsOf.get(canvas);
+    if (token) charge(token, "pixels", w * h * token.perPixel, "a " + w + "x" + h + " canvas");
   };
   for (const C of [window.HTMLCanvasElement, window.OffscreenCanvas]) {
     if (!C) continue;
@@ -227,7 +233,15 @@
     define(C.prototype, "getContext", function (kind, ...a) {
       if (I.sketchCalled()) flag("bare_primitives", "getContext(" + kind + ")");
       const ctx = real.call(this, kind, ...a);
-      if (ctx && String(kind).startsWith("webgl") && !contexts.has(this)) { contexts.set(this, ctx); chargeCanvas(this); }
+      const webgl = String(kind).startsWith("webgl");
+      if (ctx && webgl && !contexts.has(this)) contexts.set(this, ctx);
+      if (ctx && !pixelsOf.has(this)) {
+        const token = { perPixel: webgl ? 12 : 8 };
+        pixelsOf.set(this, token);
+        pixelsOf.set(ctx, token);
+        if (onCollect) onCollect(this, token);
+        chargeCanvas(this);
+      }
       return ctx;
     });
     for (const prop of ["width", "height"]) {
@@ -239,6 +253,35 @@
         d.set.call(this, v);
       } });
     }
+  }
+
+  // Every ImageBitmap is a copy of its source's pixels (on the card where the source is), held
+  // until closed or collected: a loop of createImageBitmap or transferToImageBitmap would hoard them.
+  const bitmapDims = (src, a) => (a.length >= 4 ? [a[2], a[3]] : dims(src));
+  const bitmaps = new WeakMap();  // ImageBitmap -> the token its pixels are charged to
+  const heldAs = (bitmap, token) => { bitmaps.set(bitmap, token); if (onCollect) onCollect(bitmap, token); return bitmap; };
+  if (window.createImageBitmap) {
+    const real = window.createImageBitmap;
+    define(window, "createImageBitmap", function (src, ...a) {
+      if (I.sketchCalled()) flag("bare_primitives", "createImageBitmap");
+      const [w, h] = bitmapDims(src, a);
+      const token = {};
+      charge(token, "bitmap", Math.abs(w * h) * 4, "a " + w + "x" + h + " image bitmap");
+      return real.call(this, src, ...a).then((bitmap) => heldAs(bitmap, token));
+    });
+  }
+  if (window.OffscreenCanvas && OffscreenCanvas.prototype.transferToImageBitmap) {
+    const real = OffscreenCanvas.prototype.transferToImageBitmap;
+    define(OffscreenCanvas.prototype, "transferToImageBitmap", function () {
+      if (I.sketchCalled()) flag("bare_primitives", "transferToImageBitmap");
+      const token = {};
+      charge(token, "bitmap", this.width * this.height * 4, "a " + this.width + "x" + this.height + " image bitmap");
+      return heldAs(real.call(this), token);
+    });
+  }
+  if (window.ImageBitmap) {
+    const real = ImageBitmap.prototype.close;
+    define(ImageBitmap.prototype, "close", function () { release(bitmaps.get(this)); return real.call(this); });
   }
 
   // Errors and the result.
