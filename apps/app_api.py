@@ -177,7 +177,7 @@ def router(pool, user_of: Callable[[Request], str | None]) -> APIRouter:
 
     @api.get("/salon/guide/{cid}")
     def guide(cid: str, user: str = Depends(me)):
-        from salon.curate.guides import guides_dir, load_guides
+        from salon.curate.guides import load_guides
 
         c = candidate(cid)
         if c.guide is None or not c.subject:

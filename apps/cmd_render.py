@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from salon.curate.render_gpu import GPU_MODES
+from salon.curate.render_gpu import GPU_FLAG_SETS, GPU_MODES
 
 DEFAULT_OUT = "salon-renders"
 
@@ -33,6 +33,9 @@ def add_parser(sub) -> None:
     p.add_argument("--gpu", choices=GPU_MODES, default="auto",
                    help="WebGL on the node's NVIDIA GPU: auto (the default) uses it when Chromium can draw "
                         "on it and falls back to SwiftShader; on fails without it; off is SwiftShader")
+    p.add_argument("--gl", default="", choices=["", *GPU_FLAG_SETS], metavar="FLAG_SET",
+                   help="with the GPU: the flag set to draw on, " + " or ".join(GPU_FLAG_SETS) + " (default: the first "
+                        "that draws; vulkan-icd paints exact repeats and closer to SwiftShader, 2D canvases on the CPU)")
     p.add_argument("--ray", default=None, metavar="ADDRESS",
                    help="render on Ray actors: local (starts a local cluster), auto, or host:6379")
     p.add_argument("--actors", type=int, default=0, help="with --ray: actors (default one per two cluster CPUs)")
@@ -54,7 +57,7 @@ def run(args) -> int:
     from salon.curate.render import RenderConfig, Renderer, RenderResult
     from salon.pool.errors import SetupError
 
-    config = RenderConfig(size=args.size, timeout_s=args.timeout, browsers=args.browsers, gpu=args.gpu)
+    config = RenderConfig(size=args.size, timeout_s=args.timeout, browsers=args.browsers, gpu=args.gpu, gl=args.gl)
     paths = [Path(s) for s in args.sketches]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:

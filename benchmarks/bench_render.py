@@ -55,7 +55,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from gpu_render_checks import fidelity, forced_flag_set, interference, same_seed
+from gpu_render_checks import fidelity, interference, same_seed
 from proctree import CpuMeter
 from salon.curate.page_assets import find_node_modules
 from salon.curate.render import Renderer, RenderConfig, find_chromium
@@ -290,12 +290,6 @@ def rate_row(label: str, codes: list[str], config: RenderConfig) -> dict:
             **({"failed": failed[:5]} if failed else {})}
 
 
-def forced_gpu_row(label: str, codes: list[str], flags: str, config: RenderConfig) -> dict:
-    """salon's renderer on one named GPU flag set (GPU_FLAG_SETS), whichever the probe would pick."""
-    with forced_flag_set(flags):
-        return rate_row(label, codes, config)
-
-
 def prior_art_row(label: str, codes: list[str], flags: list[str], browsers: int = 0, tabs: int = 1, env=None) -> dict:
     browsers = browsers or max(1, min(4, (os.cpu_count() or 1) - 2))
     total = max(len(codes), WAVES * browsers * tabs)
@@ -334,7 +328,7 @@ def gpu_run(args) -> None:
                                       driver_env()))
         for flags in args.flag_sets.split(",") if gpu and args.flag_sets else []:
             try:
-                rows.append(forced_gpu_row(f"gpu {flags}", codes, flags, RenderConfig(gpu="on", browsers=args.gpu_browsers)))
+                rows.append(rate_row(f"gpu {flags}", codes, RenderConfig(gpu="on", gl=flags, browsers=args.gpu_browsers)))
             except SetupError as e:
                 print(f"  gpu {flags}: {e}", flush=True)
         for arrangement in args.arrangements.split(",") if gpu and args.arrangements else []:
@@ -377,8 +371,7 @@ def gpu_run(args) -> None:
         report["same_seed"] = {}
         for flags in [None] + [f for f in args.flag_sets.split(",") if f]:
             try:
-                with forced_flag_set(flags):
-                    got = same_seed(heavy, renders=args.same_seed)
+                got = same_seed(heavy, renders=args.same_seed, gl=flags or "")
             except SetupError as e:
                 got = {"gl": flags, "error": str(e)}
             report["same_seed"][got["gl"]] = got

@@ -129,6 +129,7 @@ def run_engine(args, engine: str, refs: Path, gpu_render: str) -> dict:
     """One engine's run in this process: {"steps": [per-step rows], "peak_memory_gib": x}."""
     import torch
 
+    from salon.train.archive import load_rollouts
     from salon.train.config import load_config
     from salon.train.recipe import train
     from salon.train.tiny import resolve_model
@@ -164,7 +165,9 @@ def run_engine(args, engine: str, refs: Path, gpu_render: str) -> dict:
                       "optimisation_s": timings.step[step] - rollout, "reward_s": reward,
                       "logprob_s": rollout - generation - reward})
     memory = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else 0.0
-    return {"steps": steps, "peak_memory_gib": memory}
+    # the GL path the reward's paintings were drawn on, as the archive recorded it
+    gl = load_rollouts(run_dir(args, engine, gpu_render), images=False)["render_gl"].dropna().unique()
+    return {"steps": steps, "peak_memory_gib": memory, "render_gl": sorted(map(str, gl))}
 
 
 def steady_mean(part: dict) -> dict:
@@ -211,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
 
     render_references(refs, args.gpu_render)
     paths = args.render_paths.split(",") if args.render_paths else [args.gpu_render]
-    engines, by_path, all_steps = {}, {}, {}
+    engines, by_path, all_steps, gl_of = {}, {}, {}, {}
     for engine in args.engines.split(","):
         for gpu_render in paths:
             label = f"{engine}@render.gpu={gpu_render}"
@@ -225,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(run_dir(args, engine, gpu_render), ignore_errors=True)  # its checkpoint and archive
             result = json.loads(part.read_text())
             all_steps[label] = result["steps"]
+            gl_of.setdefault(engine, {})[gpu_render] = result["render_gl"]
             for row in result["steps"]:
                 print(f"  {label} step {row['step']}: " + ", ".join(
                     f"{k} {v:.2f}" for k, v in row.items() if k != "step"), flush=True)
@@ -246,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
     if args.render_json and args.render_paths:
         for engine, runs in by_path.items():
-            side = {**{k: v for k, v in report.items() if k != "engines"}, "engine": engine, "render_paths": runs}
+            side = {**{k: v for k, v in report.items() if k != "engines"}, "engine": engine, "render_paths": runs,
+                    "render_gl": gl_of[engine]}
             print(json.dumps(side, indent=1))
             Path(args.render_json).write_text(json.dumps(side, indent=1) + "\n")
     if args.steps_json:

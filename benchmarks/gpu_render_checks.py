@@ -2,10 +2,9 @@
 whether a GPU flag set paints the same image twice, and how much a render-heavy minute slows a
 bf16 matmul loop sharing the card.
 
-    from gpu_render_checks import fidelity, forced_flag_set, interference, same_seed
+    from gpu_render_checks import fidelity, interference, same_seed
     rows = fidelity(names, seeds=(0, 1, 2))       # per sketch and seed: pixels off by > 16, judges on both
-    with forced_flag_set("vulkan-icd"):           # salon's renderer on a GPU flag set the probe would not pick
-        report = same_seed(codes, renders=4)      # share of pixels that differ between identical renders
+    report = same_seed(codes, renders=4, gl="vulkan-icd")   # pixels that differ between identical renders
     report = interference(codes, alone_s=20, busy_s=60)
 
 Fidelity renders each sketch at each seed on both paths and reports the share of pixels more than
@@ -19,7 +18,6 @@ heavy sketches on the GPU path without pause.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 import json
 import statistics
@@ -29,10 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from salon.curate import render
 from salon.curate.render import Renderer, RenderConfig
-from salon.curate.render_gpu import GPU_FLAG_SETS, probe_one
-from salon.pool.errors import SetupError
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "curate" / "examples"
 
@@ -51,35 +46,15 @@ def share_apart(a: bytes, b: bytes, levels: int = 0) -> float:
     return float((gaps(a, b) > levels).mean())
 
 
-@contextlib.contextmanager
-def forced_flag_set(name: str | None):
-    """Renderers started inside launch on GPU_FLAG_SETS[name], whichever the probe would pick (None: the
-    probe's own choice). Raises SetupError when that flag set does not draw on the GPU here."""
-    if name is None:
-        yield
-        return
-
-    async def forced(mode, playwright, chromium, base_args, binary=None):
-        path = await probe_one(playwright, chromium, base_args, name, GPU_FLAG_SETS[name])
-        if path.error:
-            raise SetupError(f"{name}: {path.error}")
-        return path
-
-    real, render.choose_gl_path = render.choose_gl_path, forced
-    try:
-        yield
-    finally:
-        render.choose_gl_path = real
-
-
-def same_seed(codes: list[str], renders: int = 4, browsers: int = 2, gpu: str = "on") -> dict:
-    """Each sketch rendered `renders` times at seed 0 on the GPU path, over `browsers` browsers: the share
+def same_seed(codes: list[str], renders: int = 4, browsers: int = 2, gl: str = "") -> dict:
+    """Each sketch rendered `renders` times at seed 0 on the GPU path (flag set `gl`, "" the probe's
+    choice), over `browsers` browsers: the share
     of pixels that differ at all from the first render (worst and mean over the later ones), the share
     more than 8 levels apart (what the sandbox's tests, which compare a render after each hostile
     sketch with the same render alone, count as different) and the largest gap in any channel."""
 
     async def run():
-        async with Renderer(RenderConfig(gpu=gpu, browsers=browsers)) as renderer:
+        async with Renderer(RenderConfig(gpu="on", gl=gl, browsers=browsers)) as renderer:
             return renderer.gl.name, await renderer.render_many([(c, 0) for c in codes for _ in range(renders)])
 
     gl, results = asyncio.run(run())

@@ -5,7 +5,7 @@ the same way every time: repeat renders compared pixel by pixel, and heavy rende
     python benchmarks/probe_canvas_flags.py angle-vulkan,av-no-dmsaa --repeats 8
     # results/probe_canvas_flags_h200.jsonl: its output on the H200 (--repeats 6)
 
-Each candidate is registered as a GPU flag set and salon's own renderer is forced onto it (the
+Each candidate is registered as a GPU flag set and salon's own renderer draws on it (the
 sandbox page, 4 browsers of 2 pages, so renders overlap as they do in training). Every sketch of
 bench_render.py's light and heavy lists is rendered `--repeats` times at seed 0 in one batch, and
 each image is compared with that sketch's first: the share of pixels that differ at all (what the
@@ -24,8 +24,7 @@ import io
 import json
 
 import numpy as np
-from bench_render import EXAMPLES, HEAVY, LIGHT, forced_gpu_row
-from gpu_render_checks import forced_flag_set
+from bench_render import EXAMPLES, HEAVY, LIGHT, rate_row
 from PIL import Image
 
 from salon.curate.render import Renderer, RenderConfig
@@ -51,11 +50,10 @@ def repeats_report(name: str, repeats: int) -> dict:
     items = [((EXAMPLES / f"{n}.js").read_text(), 0) for n in names for _ in range(repeats)]
 
     async def run():
-        async with Renderer(RenderConfig(gpu="on", browsers=4, pages_per_browser=2)) as renderer:
+        async with Renderer(RenderConfig(gpu="on", gl=name, browsers=4, pages_per_browser=2)) as renderer:
             return await renderer.render_many(items)
 
-    with forced_flag_set(name):
-        results = asyncio.run(run())
+    results = asyncio.run(run())
     per_sketch = {}
     for i, sketch in enumerate(names):
         group = results[i * repeats:(i + 1) * repeats]
@@ -91,7 +89,7 @@ def main() -> None:
         try:
             line["repeats"] = repeats_report(name, args.repeats)
             if args.rate:
-                row = forced_gpu_row(name, heavy, name, RenderConfig(gpu="on"))
+                row = rate_row(name, heavy, RenderConfig(gpu="on", gl=name))
                 line["heavy"] = {k: row[k] for k in ("browsers", "pages", "rendered", "renders", "renders_per_s",
                                                      "cores_busy", "cores_by_process")}
         except SetupError as e:

@@ -33,15 +33,16 @@ from pathlib import Path
 from salon.curate import gate
 from salon.curate.page_assets import JS_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, SKETCH_PATH, page_assets
 from salon.curate.isolation import BROWSER_NETWORK_ARGS, ISOLATION_MODES, Isolation, resolve_isolation
-from salon.curate.render_gpu import GPU_MODES, GLPath, choose_gl_path, driver_env
+from salon.curate.render_gpu import GPU_FLAG_SETS, GPU_MODES, GLPath, choose_gl_path, driver_env
 from salon.pool.errors import ConfigError, SetupError
 from salon.pool.paint import paint_fraction
 
-# The GPU path's arrangement, measured in steady state by bench_render.py --gpu --arrangements
-# 16x1,8x2,4x4 on an H200 host with 16 cores (benchmarks/results/bench_render_gpu_h200.json): one
-# browser of one page per core was fastest for heavy sketches (5.2 renders/s against 4.5 for 8x1)
-# and light ones. The path is CPU-bound (13-15 of the 16 cores busy, most of it in the renderer
-# processes running p5.brush), so pages beyond one per core only queue.
+# The GPU path's arrangement, measured in steady state by bench_render.py --gpu on an H200 host with
+# 16 cores (benchmarks/results/bench_render_gpu_h200.json): one browser of one page per core was
+# fastest on vulkan-canvas for heavy sketches (7.5 renders/s against 7.2 for 20x1, 6.7 for 24x1 and
+# 3.8 for 16x2 in an earlier run) and light ones, as it was on vulkan-icd (5.2 against 4.5 for 8x1).
+# The path is CPU-bound (14-15 of the 16 cores busy, most of it in the renderer processes running
+# p5.brush), so pages beyond one per core only queue.
 GPU_PAGES = 1
 
 
@@ -62,6 +63,7 @@ class RenderConfig:
     gpu: str = "auto"  # auto: the node's GPU when Chromium can draw on it, else SwiftShader; on; off (render_gpu.py)
     gpu_memory_mb: int = 1024  # WebGL bytes one sketch may hold (textures, buffers, drawing buffers): the card is shared
     isolation: str = "auto"  # auto: a network namespace where one can be made, else browser flags; netns; browser-flags
+    gl: str = ""  # GPU flag set (render_gpu.GPU_FLAG_SETS): "" = the first that draws; vulkan-icd = exact repeats, 2D on the CPU
 
     def __post_init__(self):
         problems = []
@@ -79,6 +81,10 @@ class RenderConfig:
             problems.append(f"gpu must be one of {', '.join(GPU_MODES)}, got {self.gpu!r}")
         if self.isolation not in ISOLATION_MODES:
             problems.append(f"isolation must be one of {', '.join(ISOLATION_MODES)}, got {self.isolation!r}")
+        if self.gl and self.gl not in GPU_FLAG_SETS:
+            problems.append(f"gl must be one of {', '.join(GPU_FLAG_SETS)} (or empty: the first that draws), got {self.gl!r}")
+        elif self.gl and self.gpu == "off":
+            problems.append(f"gl={self.gl!r} names a GPU flag set, but gpu is off: use gpu=auto or on, or drop gl")
         if not 16 <= self.gpu_memory_mb <= 65536:
             problems.append(f"gpu_memory_mb must be between 16 and 65536, got {self.gpu_memory_mb}")
         if problems:
@@ -303,7 +309,7 @@ class Renderer:
         try:
             self.isolation = resolve_isolation(self.config.isolation, self._chromium)
             self.gl = await choose_gl_path(self.config.gpu, self._playwright, self.isolation.executable,
-                                           BASE_CHROMIUM_ARGS, binary=self._chromium)
+                                           BASE_CHROMIUM_ARGS, binary=self._chromium, only=self.config.gl)
             self.browsers, self.pages = self.config.arrangement(self.gl.gpu)
             self._capacity = asyncio.Semaphore(self.browsers * self.pages)
             for _ in range(self.browsers):

@@ -4,6 +4,7 @@
     RenderConfig(gpu="auto")    # probe once at start-up, fall back to SwiftShader (the default)
     RenderConfig(gpu="on")      # the GPU or a SetupError that says what is missing
     RenderConfig(gpu="off")     # SwiftShader, as on a machine without a GPU
+    RenderConfig(gpu="on", gl="vulkan-icd")   # one flag set: exact repeats, 2D canvases on the CPU
 
 SwiftShader rasterises in software: one painting keeps about 1.8 cores busy for 1 to 7 s. A
 GPU node draws the same brush stamps as a few thousand textured quads. What draws on an NVIDIA
@@ -14,9 +15,9 @@ ANGLE over Vulkan draws on the card, both through `--use-angle=vulkan` (`vulkan-
 also rasterises p5.brush's 2D-canvas masks there) and through Chromium's own software route
 (`--disable-gpu`, `vulkan-icd`, which would load SwiftShader's ICD and loads NVIDIA's instead).
 The ANGLE-over-EGL and plain EGL sets tried before never drew there and are gone.
-`probe_gl_paths` launches a browser per flag set and asks WebGL who renders
+`choose_gl_path` launches a browser per flag set, in order, and asks WebGL who renders
 (`WEBGL_debug_renderer_info`) and whether a drawn pixel reads back; the first set whose
-renderer is NVIDIA's wins. The probe runs once per process and only where an NVIDIA device
+renderer is NVIDIA's wins (`RenderConfig.gl` names the one to use instead). The probe runs once per process and only where an NVIDIA device
 node exists, so CPU machines pay nothing.
 """
 
@@ -203,6 +204,7 @@ def gpu_process_errors(chromium: str | None, base_args: list[str], flags: list[s
 
 
 async def probe_gl_paths(playwright, chromium: str | None, base_args: list[str], explain: bool = False) -> list[GLPath]:
+    """Every flag set's outcome, in GPU_FLAG_SETS order."""
     return [await probe_one(playwright, chromium, base_args, n, flags, explain=explain)
             for n, flags in GPU_FLAG_SETS.items()]
 
@@ -211,14 +213,15 @@ _chosen: dict[tuple, GLPath] = {}  # one probe per process and browser binary
 
 
 async def choose_gl_path(mode: str, playwright, chromium: str | None, base_args: list[str],
-                         binary: str | None = None) -> GLPath:
-    """The path a Renderer launches its browsers on, per RenderConfig.gpu. `chromium` is what is
-    launched (the isolation wrapper, say), `binary` the Chromium build itself."""
+                         binary: str | None = None, only: str = "") -> GLPath:
+    """The path a Renderer launches its browsers on, per RenderConfig.gpu and RenderConfig.gl (`only`:
+    that GPU flag set or none). `chromium` is what is launched (the isolation wrapper, say), `binary`
+    the Chromium build itself."""
     from salon.pool.errors import SetupError
 
     if mode == "off":
         return swiftshader_path()
-    key = (mode, chromium)
+    key = (mode, chromium, only)
     if key in _chosen:
         return _chosen[key]
     if not nvidia_present():
@@ -229,7 +232,8 @@ async def choose_gl_path(mode: str, playwright, chromium: str | None, base_args:
         _chosen[key] = swiftshader_path()
         return _chosen[key]
     tried = []
-    for path in await probe_gl_paths(playwright, chromium, base_args, explain=mode == "on"):
+    for name in [only] if only else GPU_FLAG_SETS:  # the first that draws; the later ones are not started
+        path = await probe_one(playwright, chromium, base_args, name, GPU_FLAG_SETS[name], explain=mode == "on")
         if not path.error:
             log.info("render: WebGL on the GPU via %s (%s)", path.name, path.renderer)
             _chosen[key] = path

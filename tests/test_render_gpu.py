@@ -25,8 +25,21 @@ pytestmark = pytest.mark.browser
 
 def test_config_reports_bad_gpu_settings_together():
     with pytest.raises(ConfigError) as e:
-        RenderConfig(gpu="maybe", gpu_memory_mb=1)
-    assert len(e.value.problems) == 2 and "auto, on, off" in str(e.value)
+        RenderConfig(gpu="maybe", gpu_memory_mb=1, gl="angle-egl")
+    assert len(e.value.problems) == 3 and "auto, on, off" in str(e.value)
+    assert "vulkan-canvas, vulkan-icd" in str(e.value)  # what to give instead
+    with pytest.raises(ConfigError, match="gpu is off"):
+        RenderConfig(gpu="off", gl="vulkan-icd")  # a flag set that would never be used
+
+
+def test_train_config_refuses_a_flag_set_it_would_ignore():
+    from salon.train.config import RenderSettings
+
+    assert RenderSettings(gl="vulkan-icd").gl == "vulkan-icd"
+    for bad, says in (({"gl": "nope"}, "vulkan-canvas, vulkan-icd"), ({"gl": "vulkan-icd", "gpu": "off"}, "gpu=off"),
+                      ({"gl": "vulkan-icd", "backend": "env", "env_url": "http://127.0.0.1:8000"}, "server")):
+        with pytest.raises(ConfigError, match=says):
+            RenderSettings(**bad)
 
 
 def test_each_path_gets_its_measured_arrangement(monkeypatch):
@@ -51,9 +64,31 @@ async def test_auto_falls_back_to_swiftshader_and_every_result_says_so():
 
 @pytest.mark.skipif(nvidia_present(), reason="this host has an NVIDIA GPU")
 async def test_gpu_on_without_a_gpu_refuses_with_what_to_do():
-    with pytest.raises(SetupError, match="gpu=auto"):
-        async with Renderer(RenderConfig(browsers=1, gpu="on")):
-            pass
+    for gl in ("", "vulkan-icd"):
+        with pytest.raises(SetupError, match="gpu=auto"):
+            async with Renderer(RenderConfig(browsers=1, gpu="on", gl=gl)):
+                pass
+
+
+async def test_a_named_flag_set_is_the_only_one_tried(monkeypatch):
+    """RenderConfig.gl: the probe starts that flag set's browser alone (a GPU host is faked, so on a
+    CPU machine the named set fails as SwiftShader and auto falls back, naming only it)."""
+    from salon.curate import render_gpu
+
+    tried = []
+    real = render_gpu.probe_one
+
+    async def probe_one(playwright, chromium, base_args, name, flags, **kw):
+        tried.append(name)
+        return await real(playwright, chromium, base_args, name, flags, **kw)
+
+    monkeypatch.setattr(render_gpu, "nvidia_present", lambda: True)
+    monkeypatch.setattr(render_gpu, "probe_one", probe_one)
+    monkeypatch.setattr(render_gpu, "_chosen", {})
+    async with Renderer(RenderConfig(browsers=1, gl="vulkan-icd")) as renderer:
+        chosen = renderer.gl.name
+    assert tried == ["vulkan-icd"]
+    assert chosen == ("vulkan-icd" if nvidia_present() else "swiftshader")
 
 
 def test_static_gate_flags_shaders_of_the_sketch_own():

@@ -21,7 +21,7 @@ import importlib.util
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from salon.curate.render_gpu import GPU_MODES
+from salon.curate.render_gpu import GPU_FLAG_SETS, GPU_MODES
 from salon.pool.errors import ConfigError
 
 GENERATION_ENGINES = ("transformers", "compiled", "continuous_batching", "vllm_server", "vllm_colocate")
@@ -292,6 +292,7 @@ class RenderSettings:
     timeout_s: float = 45.0
     prefetch: bool = True  # start rendering as soon as generation returns, before TRL's logprob passes
     gpu: str = "auto"  # WebGL on the node's GPU when Chromium can draw there, else SwiftShader (salon.curate.render_gpu)
+    gl: str = ""  # the GPU flag set: "" = the first that draws (vulkan-canvas); vulkan-icd = exact repeats, 2D on the CPU
     ray_address: str = "local"  # ray: local (a private cluster on this machine), auto, host:6379, ray://host:10001
     actors: int = 0  # ray: render actors; 0 = one per `cpus_per_actor` cluster CPUs
     cpus_per_actor: float = 2.0  # ray: CPUs each actor reserves (one SwiftShader render keeps ~1.8 busy)
@@ -305,6 +306,12 @@ class RenderSettings:
             p.append(f"render.backend={self.backend!r}: use one of {', '.join(RENDER_BACKENDS)}")
         if self.gpu not in GPU_MODES:
             p.append(f"render.gpu={self.gpu!r}: use {', '.join(GPU_MODES)}")
+        if self.gl and self.gl not in GPU_FLAG_SETS:
+            p.append(f"render.gl={self.gl!r}: use one of {', '.join(GPU_FLAG_SETS)}, or leave it empty")
+        elif self.gl and self.gpu == "off":
+            p.append(f"render.gl={self.gl!r} names a GPU flag set, but render.gpu=off: drop one of them")
+        elif self.gl and self.backend == "env":
+            p.append(f"render.gl={self.gl!r}: with render.backend=env the server draws where its own --gpu says")
         if self.workers < 1:
             p.append(f"render.workers={self.workers}: must be at least 1")
         if self.browsers < 0:
