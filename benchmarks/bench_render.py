@@ -28,15 +28,16 @@ Each arrangement renders WAVES (4) x its slots (browsers x pages) sketches and i
 steady state: renders/s and CPU between the first and the last full wave, the CPU split by
 process kind (renderer, gpu, browser, Playwright's driver, this Python). `--scaling 1,2,4,8,16`
 adds that many browsers on each path (and `--pages 1,2,4` pages per GPU browser, each
-combination), `--arrangements 16x1,8x2` GPU arrangements alone, `--flag-sets vulkan-icd` salon
-on a GPU flag set the probe would not pick, and a `prior-art-gpu 4x4` row runs the prior art's
+combination), `--arrangements 16x1,8x2` GPU arrangements alone, `--pools 2x8` salon train's
+render worker processes (2 of 8 GPU browsers each, and SwiftShader split the same way),
+`--flag-sets vulkan-icd` salon on a GPU flag set the probe would not pick, and a `prior-art-gpu 4x4` row runs the prior art's
 bare page on the GPU path (what the sandbox page costs there). The ratio is the best GPU row's
 renders/s over the best SwiftShader row's, salon's rows only, the GPU's on the flag set the probe
 picked, on the same host in the same run; `--kinds heavy` and `--keep` (what this run skips, kept
 from --json's earlier run on the same device and listed under kept_from_an_earlier_run) shorten
 a run. `--same-seed 4` renders each heavy sketch four times at one seed on the probe's path and
-on each `--flag-sets` and reports the share of pixels that differ (a flag set that paints one
-seed two ways cannot be the default: the sandbox's no-leak tests compare images). Then
+on each `--flag-sets` and reports the share of pixels that differ at all, the share more than 8
+levels apart (what the sandbox's no-leak tests count) and the largest gap. Then
 (benchmarks/gpu_render_checks.py) a bf16 matmul loop's slowdown while rendering for
 `--interference` seconds, and fidelity: every bundled example at `--fidelity` seeds on both
 paths (pixels off by more than 16 in a channel, image judges and a pairwise judge on both).
@@ -52,6 +53,7 @@ import asyncio
 import json
 import os
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -290,6 +292,36 @@ def rate_row(label: str, codes: list[str], config: RenderConfig) -> dict:
             **({"failed": failed[:5]} if failed else {})}
 
 
+def pool_row(label: str, codes: list[str], config: RenderConfig, workers: int) -> dict:
+    """salon train's local render backend (render.workers, train/render_workers.py): `workers` processes,
+    each with its own Renderer of `config.browsers` browsers, so Python's event loop and Playwright's
+    driver are split `workers` ways too. Measured in steady state like rate_row, after each worker
+    has rendered once."""
+    from salon.train.render_workers import RenderPool
+
+    with RenderPool(config, workers=workers) as pool:
+        first = [pool.submit(codes[0], 0) for _ in range(workers)]  # round-robin: one per worker
+        gl = [f.result() for f in first][0].gl
+        slots = workers * config.browsers * (config.pages_per_browser or 1)
+        total = max(len(codes), WAVES * slots)
+        lock = threading.Lock()
+        with CpuMeter() as meter:
+            steady = Steady(meter, total, slots)
+
+            def done(_):
+                with lock:  # each worker's reader thread resolves its own futures
+                    steady.done()
+
+            futures = [pool.submit(codes[i % len(codes)], i) for i in range(total)]
+            for f in futures:
+                f.add_done_callback(done)
+            results = [f.result() for f in futures]
+    failed = [r.violations + r.details[:2] for r in results if r.png is None]
+    return {"way": label, "gl": gl, "workers": workers, "browsers": workers * config.browsers,
+            "pages": config.pages_per_browser or 1, "rendered": len(results) - len(failed), **steady.row(),
+            **({"failed": failed[:5]} if failed else {})}
+
+
 def prior_art_row(label: str, codes: list[str], flags: list[str], browsers: int = 0, tabs: int = 1, env=None) -> dict:
     browsers = browsers or max(1, min(4, (os.cpu_count() or 1) - 2))
     total = max(len(codes), WAVES * browsers * tabs)
@@ -334,6 +366,15 @@ def gpu_run(args) -> None:
         for arrangement in args.arrangements.split(",") if gpu and args.arrangements else []:
             b, p = (int(x) for x in arrangement.split("x"))
             rows.append(rate_row(f"gpu x{b} p{p}", codes, RenderConfig(gpu="on", browsers=b, pages_per_browser=p)))
+            write(args.json, {**report, kind: rows})  # a run cut short keeps every row it finished
+        for split in args.pools.split(",") if args.pools else []:
+            w, b = (int(x) for x in split.split("x"))
+            if gpu:
+                rows.append(pool_row(f"gpu pool {w}x{b}", codes, RenderConfig(gpu="on", browsers=b), w))
+                write(args.json, {**report, kind: rows})
+            if b // 2:  # SwiftShader split the same way, at its own one browser per two cores
+                rows.append(pool_row(f"swiftshader pool {w}x{b // 2}", codes, RenderConfig(gpu="off", browsers=b // 2), w))
+                write(args.json, {**report, kind: rows})
         for n in scaling:
             rows.append(rate_row(f"swiftshader x{n}", codes, RenderConfig(gpu="off", browsers=n)))
             for p in (pages or [1]) if gpu else []:
@@ -398,8 +439,9 @@ def best_rows(rows: list[dict]) -> tuple[dict | None, dict]:
 
 
 def arrangement_name(row: dict) -> str:
-    """browsers x pages, and the GPU flag set when it is not the one the probe picks first."""
-    name = f"{row['browsers']}x{row['pages']}"
+    """browsers x pages (in worker processes, when a pool), and the GPU flag set when it is not the one
+    the probe picks first."""
+    name = f"{row['browsers']}x{row['pages']}" + (f" in {row['workers']} workers" if "workers" in row else "")
     return name + f" {row['gl']}" if row["gl"] not in ("swiftshader", next(iter(GPU_FLAG_SETS))) else name
 
 
@@ -433,6 +475,8 @@ def main() -> None:
     ap.add_argument("--scaling", default="", help="browser counts to sweep on both paths, e.g. 1,2,4,8,16 (--gpu)")
     ap.add_argument("--pages", default="", help="pages per GPU browser to sweep, e.g. 1,2,4 (--gpu)")
     ap.add_argument("--arrangements", default="", help="GPU browsers x pages to measure, e.g. 16x1,8x2,4x4 (--gpu)")
+    ap.add_argument("--pools", default="", help="render worker processes x browsers each on the GPU, e.g. 2x8,4x4, "
+                    "and SwiftShader split the same way at half the browsers (--gpu)")
     ap.add_argument("--json", default="", help="write the --gpu run here")
     ap.add_argument("--kinds", default="light,heavy", help="sketch lists to measure (--gpu)")
     ap.add_argument("--flag-sets", default="", help="also salon on these GPU_FLAG_SETS, forced, e.g. vulkan-icd (--gpu)")

@@ -58,7 +58,7 @@ def tree_pss_mb(root: int) -> float:
 def process_kind(pid: int) -> str:
     """What a process in the tree is: Chromium's gpu / renderer / utility / zygote processes by their
     --type switch, the browser itself, Playwright's driver (node), this Python, or other (the
-    isolation wrapper, Chromium's crash handler)."""
+    isolation wrapper, Chromium's crash handler). Render worker processes count as Python."""
     if pid == os.getpid():
         return "python"
     try:
@@ -72,6 +72,8 @@ def process_kind(pid: int) -> str:
     head = Path(argv[0].decode(errors="replace")).name if argv and argv[0] else ""
     if "chrom" in head or "headless_shell" in head:
         return "browser"
+    if head.startswith("python"):  # a render worker process (train/render_workers.py)
+        return "python"
     return "driver" if head == "node" or any(b"playwright" in a for a in argv[:3]) else "other"
 
 
