@@ -65,6 +65,7 @@ HOSTILE_VERDICTS = {
     # Canvas2D drawn on the card (vulkan-canvas): 2D canvases and image bitmaps are GPU memory too.
     "gpu_canvas2d_bomb": {"bare_primitives", "runtime_error"},
     "gpu_bitmap_bomb": {"bare_primitives", "runtime_error"},
+    "gpu_frame_bomb": {"bare_primitives"},
 }
 PAINTS_TOO = list(HOSTILE_VERDICTS)[list(HOSTILE_VERDICTS).index("iframe_webrtc"):]
 
