@@ -7,8 +7,10 @@ Each way fills one 2D canvas with the same colour at alpha a, 20 times over, and
 back; the exact result is 255 * (1 - (1 - a)^20). "gpu canvas" runs Chromium without --disable-gpu
 on SwiftShader's GL, so Canvas2D goes through Skia's GPU backend as on the vulkan-canvas path,
 without a card. Measured in Chromium 156: Skia's CPU raster rounds each layer down (a = 0.01: 41
-against 46 exact), the GPU backend does not (55), which is the paint_fraction gap between the
-vulkan-canvas and SwiftShader rows of bench_render_gpu_h200.json's fidelity.
+against 46 exact), the GPU backend does not (55). That is the direction of the paint_fraction gap in
+bench_render_gpu_h200.json's fidelity (vulkan-canvas fuller than SwiftShader), and the same gap shows
+on a CPU machine when salon renders with these "gpu canvas" flags (still_01_pears at seed 1:
+paint_fraction 0.22 against 0.12).
 """
 
 import asyncio
