@@ -283,13 +283,17 @@ async def render_steady(codes: list[str], config: RenderConfig, meter: CpuMeter)
         return results, steady, renderer
 
 
+def outcome(results, steady: Steady) -> dict:
+    """A row's counts and rates, and the first few renders that gave no image (why)."""
+    failed = [r.violations + r.details[:2] for r in results if r.png is None]
+    return {"rendered": len(results) - len(failed), **steady.row(), **({"failed": failed[:5]} if failed else {})}
+
+
 def rate_row(label: str, codes: list[str], config: RenderConfig) -> dict:
     with CpuMeter() as meter:
         results, steady, renderer = asyncio.run(render_steady(codes, config, meter))
-    failed = [r.violations + r.details[:2] for r in results if r.png is None]
     return {"way": label, "gl": renderer.gl.name, "renderer": renderer.gl.renderer, "browsers": renderer.browsers,
-            "pages": renderer.pages, "rendered": len(results) - len(failed), **steady.row(),
-            **({"failed": failed[:5]} if failed else {})}
+            "pages": renderer.pages, **outcome(results, steady)}
 
 
 def pool_row(label: str, codes: list[str], config: RenderConfig, workers: int) -> dict:
@@ -301,7 +305,7 @@ def pool_row(label: str, codes: list[str], config: RenderConfig, workers: int) -
 
     with RenderPool(config, workers=workers) as pool:
         first = [pool.submit(codes[0], 0) for _ in range(workers)]  # round-robin: one per worker
-        gl = [f.result() for f in first][0].gl
+        gl = [f.result().gl for f in first][0]
         slots = workers * config.browsers * (config.pages_per_browser or 1)
         total = max(len(codes), WAVES * slots)
         lock = threading.Lock()
@@ -316,10 +320,8 @@ def pool_row(label: str, codes: list[str], config: RenderConfig, workers: int) -
             for f in futures:
                 f.add_done_callback(done)
             results = [f.result() for f in futures]
-    failed = [r.violations + r.details[:2] for r in results if r.png is None]
     return {"way": label, "gl": gl, "workers": workers, "browsers": workers * config.browsers,
-            "pages": config.pages_per_browser or 1, "rendered": len(results) - len(failed), **steady.row(),
-            **({"failed": failed[:5]} if failed else {})}
+            "pages": config.pages_per_browser or 1, **outcome(results, steady)}
 
 
 def prior_art_row(label: str, codes: list[str], flags: list[str], browsers: int = 0, tabs: int = 1, env=None) -> dict:
@@ -363,18 +365,19 @@ def gpu_run(args) -> None:
                 rows.append(rate_row(f"gpu {flags}", codes, RenderConfig(gpu="on", gl=flags, browsers=args.gpu_browsers)))
             except SetupError as e:
                 print(f"  gpu {flags}: {e}", flush=True)
+        def add(row: dict) -> None:  # a run cut short keeps every such row it finished
+            rows.append(row)
+            write(args.json, {**report, kind: rows})
+
         for arrangement in args.arrangements.split(",") if gpu and args.arrangements else []:
             b, p = (int(x) for x in arrangement.split("x"))
-            rows.append(rate_row(f"gpu x{b} p{p}", codes, RenderConfig(gpu="on", browsers=b, pages_per_browser=p)))
-            write(args.json, {**report, kind: rows})  # a run cut short keeps every row it finished
+            add(rate_row(f"gpu x{b} p{p}", codes, RenderConfig(gpu="on", browsers=b, pages_per_browser=p)))
         for split in args.pools.split(",") if args.pools else []:
             w, b = (int(x) for x in split.split("x"))
             if gpu:
-                rows.append(pool_row(f"gpu pool {w}x{b}", codes, RenderConfig(gpu="on", browsers=b), w))
-                write(args.json, {**report, kind: rows})
+                add(pool_row(f"gpu pool {w}x{b}", codes, RenderConfig(gpu="on", browsers=b), w))
             if b // 2:  # SwiftShader split the same way, at its own one browser per two cores
-                rows.append(pool_row(f"swiftshader pool {w}x{b // 2}", codes, RenderConfig(gpu="off", browsers=b // 2), w))
-                write(args.json, {**report, kind: rows})
+                add(pool_row(f"swiftshader pool {w}x{b // 2}", codes, RenderConfig(gpu="off", browsers=b // 2), w))
         for n in scaling:
             rows.append(rate_row(f"swiftshader x{n}", codes, RenderConfig(gpu="off", browsers=n)))
             for p in (pages or [1]) if gpu else []:

@@ -19,7 +19,7 @@ HOSTILE = Path(__file__).resolve().parent / "sketches" / "hostile"
 # (vulkan-canvas) in up to 0.57 % of them by at most 2 levels (benchmarks/probe_canvas_flags.py).
 # Another seed, or anything a previous sketch left behind, moves far more than this.
 SAME_IMAGE_MAX_PIXEL_SHARE = 0.001
-SAME_IMAGE_LEVELS = 8  # pixels closer than this in every channel count as the same
+SAME_IMAGE_LEVELS = 8  # pixels at most this many levels apart in every channel count as the same
 
 
 class RecordingServer:

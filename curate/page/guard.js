@@ -162,7 +162,6 @@
   const GL = [window.WebGLRenderingContext, window.WebGL2RenderingContext].filter(Boolean);
   const held = new WeakMap();  // WebGL object or context -> Map(part -> bytes)
   const bound = new WeakMap();  // context -> {unit, objects bound per target}
-  const contexts = new WeakMap();  // canvas -> its WebGL context
   let liveBytes = 0;
   const mb = (n) => Math.round(n / 1048576);
   const stateOf = (gl) => { let s = bound.get(gl); if (!s) bound.set(gl, (s = { unit: 0, at: new Map() })); return s; };
@@ -233,10 +232,9 @@
     define(C.prototype, "getContext", function (kind, ...a) {
       if (I.sketchCalled()) flag("bare_primitives", "getContext(" + kind + ")");
       const ctx = real.call(this, kind, ...a);
-      const webgl = String(kind).startsWith("webgl");
-      if (ctx && webgl && !contexts.has(this)) contexts.set(this, ctx);
       if (ctx && !pixelsOf.has(this)) {
-        const token = { perPixel: webgl ? 12 : 8 };
+        const webgl = String(kind).startsWith("webgl");  // a canvas keeps the kind of its first context
+        const token = { webgl, perPixel: webgl ? 12 : 8 };
         pixelsOf.set(this, token);
         pixelsOf.set(ctx, token);
         if (onCollect) onCollect(this, token);
@@ -259,23 +257,25 @@
   // until closed or collected: a loop of createImageBitmap or transferToImageBitmap would hoard them.
   const bitmapDims = (src, a) => (a.length >= 4 ? [a[2], a[3]] : dims(src));
   const bitmaps = new WeakMap();  // ImageBitmap -> the token its pixels are charged to
+  // The token a new bitmap of w x h is charged to, before the browser makes it.
+  const bitmapToken = (what, w, h) => {
+    if (I.sketchCalled()) flag("bare_primitives", what);
+    const token = {};
+    charge(token, "bitmap", Math.abs(w * h) * 4, "a " + w + "x" + h + " image bitmap");
+    return token;
+  };
   const heldAs = (bitmap, token) => { bitmaps.set(bitmap, token); if (onCollect) onCollect(bitmap, token); return bitmap; };
   if (window.createImageBitmap) {
     const real = window.createImageBitmap;
     define(window, "createImageBitmap", function (src, ...a) {
-      if (I.sketchCalled()) flag("bare_primitives", "createImageBitmap");
-      const [w, h] = bitmapDims(src, a);
-      const token = {};
-      charge(token, "bitmap", Math.abs(w * h) * 4, "a " + w + "x" + h + " image bitmap");
+      const token = bitmapToken("createImageBitmap", ...bitmapDims(src, a));
       return real.call(this, src, ...a).then((bitmap) => heldAs(bitmap, token));
     });
   }
   if (window.OffscreenCanvas && OffscreenCanvas.prototype.transferToImageBitmap) {
     const real = OffscreenCanvas.prototype.transferToImageBitmap;
     define(OffscreenCanvas.prototype, "transferToImageBitmap", function () {
-      if (I.sketchCalled()) flag("bare_primitives", "transferToImageBitmap");
-      const token = {};
-      charge(token, "bitmap", this.width * this.height * 4, "a " + this.width + "x" + this.height + " image bitmap");
+      const token = bitmapToken("transferToImageBitmap", this.width, this.height);
       return heldAs(real.call(this), token);
     });
   }
@@ -309,7 +309,7 @@
     I.settled = true;
     let image = null;
     const canvas = I.canvas;
-    if (canvas && !contexts.has(canvas)) flag("not_webgl", "the painting is not on a WebGL canvas");
+    if (canvas && !(pixelsOf.get(canvas) || {}).webgl) flag("not_webgl", "the painting is not on a WebGL canvas");
     try { if (canvas && status === "ok") image = canvas.toDataURL("image/png"); } catch (e) { I.errors.push("capture: " + e); }
     if (!image && canvas) try { image = canvas.toDataURL("image/png"); } catch (e) { /* a lost context */ }
     settle({ status, image, violations: [...I.violations], details: I.details, errors: I.errors.slice(0, 20) });
