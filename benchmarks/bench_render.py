@@ -4,8 +4,9 @@
     .venv/bin/python benchmarks/bench_render.py --rounds 2 --skip-published
 
 Four ways render the same sketches in one run, each measured on its own:
-  salon            RenderConfig() defaults: one browser per core, fresh pre-warmed context per
-                   sketch, libraries from memory, completion by event
+  salon            RenderConfig() defaults: one browser per two cores, a fresh pre-warmed
+                   document per sketch (a page reused after clean sketches), libraries from
+                   memory, completion by event
   prior-art        the open reproduction's design, written from its description: a pool of
                    max(1, min(4, cores - 2)) long-lived browsers each rendering one sketch at a
                    time, a fresh page per sketch, p5 + p5.brush inlined with
@@ -293,7 +294,7 @@ def rate_row(label: str, codes: list[str], config: RenderConfig) -> dict:
     with CpuMeter() as meter:
         results, steady, renderer = asyncio.run(render_steady(codes, config, meter))
     return {"way": label, "gl": renderer.gl.name, "renderer": renderer.gl.renderer, "browsers": renderer.browsers,
-            "pages": renderer.pages, **outcome(results, steady)}
+            "pages": renderer.pages, "sketches_per_page": config.sketches_per_page, **outcome(results, steady)}
 
 
 def pool_row(label: str, codes: list[str], config: RenderConfig, workers: int) -> dict:
@@ -356,6 +357,12 @@ def gpu_run(args) -> None:
         codes = [(EXAMPLES / f"{n}.js").read_text() for n in names] * args.rounds
         rows = [rate_row("salon-gpu", codes, RenderConfig(gpu="on", browsers=args.gpu_browsers))] if gpu else []
         rows.append(rate_row("salon-swiftshader", codes, RenderConfig(gpu="off", browsers=max(1, cores // 2))))
+        # before pages were reused: a new context and renderer process for every sketch
+        if gpu:
+            rows.append(rate_row("gpu context per sketch", codes,
+                                 RenderConfig(gpu="on", browsers=args.gpu_browsers, sketches_per_page=1)))
+        rows.append(rate_row("swiftshader context per sketch", codes,
+                             RenderConfig(gpu="off", browsers=max(1, cores // 2), sketches_per_page=1)))
         rows.append(prior_art_row("prior-art", codes, BASE_FLAGS + ["--disable-gpu"]))
         if gpu:  # the prior art's bare page on the GPU, the probe's best arrangement: what the sandbox page costs
             rows.append(prior_art_row("prior-art-gpu 4x4", codes, BASE_FLAGS + GPU_FLAG_SETS["vulkan-icd"], 4, 4,
@@ -445,6 +452,7 @@ def arrangement_name(row: dict) -> str:
     """browsers x pages (in worker processes, when a pool), and the GPU flag set when it is not the one
     the probe picks first."""
     name = f"{row['browsers']}x{row['pages']}" + (f" in {row['workers']} workers" if "workers" in row else "")
+    name += " context per sketch" if row.get("sketches_per_page") == 1 else ""
     return name + f" {row['gl']}" if row["gl"] not in ("swiftshader", next(iter(GPU_FLAG_SETS))) else name
 
 

@@ -5,7 +5,7 @@
 
 The page is four scripts: the guard (page/guard.js, first, before anything else can run), p5,
 p5.brush and the start script (page/start.js); the sketch itself arrives later as SKETCH_PATH.
-render.py serves each path once per page and refuses every other request.
+render.py serves each path once per document and refuses every other request.
 """
 
 from __future__ import annotations
@@ -21,6 +21,11 @@ PAGE_ORIGIN = "http://salon.sandbox"
 SKETCH_PATH = "/salon-sketch.js"
 _PAGE_DIR = Path(__file__).parent / "page"
 JS_CONTENT_TYPE = "text/javascript; charset=utf-8"
+PAGE_SCRIPTS = ("/salon-guard.js", "/p5.min.js", "/p5.brush.js", "/salon-start.js")
+# The page's origin is opaque (PAGE_CSP's sandbox), so every script, the sketch included, is
+# another origin's: fetched with CORS, or the browser mutes its errors (no message, no
+# unhandledrejection) and a sketch that throws would look like one that never finishes.
+SCRIPT_HEADERS = {"Access-Control-Allow-Origin": "*"}
 
 
 def find_node_modules(explicit: str = "") -> Path:
@@ -50,8 +55,8 @@ def page_assets(config) -> dict[str, tuple[bytes, str]]:
     html = (
         '<!doctype html><html><head><meta charset="utf-8"><style>html,body{margin:0;'
         "background:#fff;overflow:hidden}</style></head><body>"
-        '<script src="/salon-guard.js"></script><script src="/p5.min.js"></script>'
-        '<script src="/p5.brush.js"></script><script src="/salon-start.js"></script></body></html>'
+        + "".join(f'<script src="{src}" crossorigin="anonymous"></script>' for src in PAGE_SCRIPTS)
+        + "</body></html>"
     )
     return {
         "/": (html.encode(), "text/html; charset=utf-8"),
@@ -66,12 +71,15 @@ def page_assets(config) -> dict[str, tuple[bytes, str]]:
 # it could create (an about:blank frame inherits it), whatever API the sketch reaches for. Scripts
 # only from the page's own origin (each served once, the sketch included: no inline code, no
 # eval, Function or string timers, no data:/blob: imports); no connection, worker, frame, plugin,
-# image, font or media of any kind; and Trusted Types, so no string becomes HTML or script.
+# image, font or media of any kind; Trusted Types, so no string becomes HTML or script; and a
+# sandbox (scripts allowed, nothing else), so the document's origin is opaque: no cookie,
+# localStorage, sessionStorage, IndexedDB, cache or lock exists for a sketch to leave anything in
+# for the next document of a reused page (render.py).
 PAGE_CSP = "; ".join([
     "default-src 'none'", "script-src 'self'", "style-src 'unsafe-inline'", "img-src 'none'",
     "connect-src 'none'", "worker-src 'none'", "frame-src 'none'", "child-src 'none'", "object-src 'none'",
     "font-src 'none'", "media-src 'none'", "manifest-src 'none'", "form-action 'none'", "base-uri 'none'",
-    "require-trusted-types-for 'script'", "trusted-types salon",
+    "require-trusted-types-for 'script'", "trusted-types salon", "sandbox allow-scripts",
 ])
 
 

@@ -10,14 +10,16 @@
 Design: a few long-lived browsers (SwiftShader serialises inside one browser's GPU process,
 so parallelism comes from browsers, not pages; one render already keeps about 1.8 cores busy,
 so the default is one browser per two cores), each in a network namespace of its own
-(isolation.py); every sketch gets a fresh browser context and page (separate renderer
-process, storage and network routing) served with a Content Security Policy that holds in
-every realm (page_assets.py); pages are pre-warmed (p5 and p5.brush already parsed) while
-other sketches render, so a sketch's time is its own; every request except the page's own
-files, each served once, is refused and reported; completion is an event from a p5 lifecycle
-hook, not polling; the canvas is captured with `toDataURL` inside that hook. A sketch never
-raises: bad code gets violation codes (gate.py), a dead browser gets `render_unavailable` and
-is replaced.
+(isolation.py). Every sketch gets a fresh document, served with a Content Security Policy that
+holds in every realm and makes the document's origin opaque, so no storage exists to leave
+anything in (page_assets.py). A page (browser context and renderer process) whose sketch
+finished with no violation and nothing refused serves the next sketch in a new document, its
+history reset (`sketches_per_page`); any other sketch's page is closed with its process. Pages
+are pre-warmed (p5 and p5.brush already parsed) while other sketches render, so a sketch's time
+is its own; every request except the page's own files, each served once, is refused and
+reported; completion is an event from a p5 lifecycle hook, not polling; the canvas is captured
+with `toDataURL` inside that hook. A sketch never raises: bad code gets violation codes
+(gate.py), a dead browser gets `render_unavailable` and is replaced.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from salon.curate import gate
-from salon.curate.page_assets import JS_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, SKETCH_PATH, page_assets
+from salon.curate.page_assets import JS_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, SCRIPT_HEADERS, SKETCH_PATH, page_assets
 from salon.curate.isolation import BROWSER_NETWORK_ARGS, ISOLATION_MODES, Isolation, resolve_isolation
 from salon.curate.render_gpu import GPU_FLAG_SETS, GPU_MODES, GLPath, choose_gl_path, driver_env
 from salon.pool.errors import ConfigError, SetupError
@@ -64,6 +66,11 @@ class RenderConfig:
     gpu_memory_mb: int = 1024  # WebGL bytes one sketch may hold (textures, buffers, drawing buffers): the card is shared
     isolation: str = "auto"  # auto: a network namespace where one can be made, else browser flags; netns; browser-flags
     gl: str = ""  # GPU flag set (render_gpu.GPU_FLAG_SETS): "" = the first that draws; vulkan-icd = exact repeats, 2D on the CPU
+    # Sketches one page renders in turn, each in a new document, while each finishes with no
+    # violation and no refusal; 1 = a new browser context and renderer process for every sketch.
+    # A new context costs about three times the CPU of a new document (process start-up, p5 and
+    # p5.brush compiled afresh), and the GPU path is CPU-bound.
+    sketches_per_page: int = 50
 
     def __post_init__(self):
         problems = []
@@ -77,6 +84,8 @@ class RenderConfig:
             problems.append(f"pages_per_browser must be >= 0 (0 = auto), got {self.pages_per_browser}")
         if self.recycle_after < 1:
             problems.append(f"recycle_after must be >= 1, got {self.recycle_after}")
+        if self.sketches_per_page < 1:
+            problems.append(f"sketches_per_page must be >= 1 (1 = a new context per sketch), got {self.sketches_per_page}")
         if self.gpu not in GPU_MODES:
             problems.append(f"gpu must be one of {', '.join(GPU_MODES)}, got {self.gpu!r}")
         if self.isolation not in ISOLATION_MODES:
@@ -144,6 +153,8 @@ BASE_CHROMIUM_ARGS = [
     "--disable-extensions", "--mute-audio", "--disable-breakpad", "--disable-renderer-backgrounding",
     "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows",
     "--js-flags=--max-old-space-size=1024",
+    # A reused page's earlier documents must never come back (history.back() into a cached one).
+    "--disable-back-forward-cache",
     *BROWSER_NETWORK_ARGS,
 ]
 
@@ -152,16 +163,25 @@ BASE_CHROMIUM_ARGS = [
 
 
 class _Page:
-    """One sketch's world: its own context (process, storage, routing) and page."""
+    """A page (its own context: renderer process, storage, routing) and the document it holds."""
 
     def __init__(self, context, page):
         self.context, self.page = context, page
+        self.cdp = None  # the page's DevTools session (its history is reset per document)
+        self.sketches = 0  # sketches this page has rendered, one document each
+        self.new_document()
+
+    def new_document(self) -> None:
+        """State of the next document; until `loading` ends, what the browser reports belongs to
+        the document being left (the previous sketch, already judged), not the next one."""
+        self.loading = True
         self.network: list[str] = []  # what the browser saw the page try, as guard-style details
         self.crashed = False
         self.sketch: str | None = None  # set when the sketch starts; served once, as SKETCH_PATH
+        self.served: set[str] = set()  # every asset, and the sketch, is served once per document
 
     def refuse(self, what: str) -> None:
-        if len(self.network) < 20:
+        if not self.loading and len(self.network) < 20:
             self.network.append(f"external_access: {what}")
 
     async def close(self, timeout_s: float = 5.0) -> bool:
@@ -207,18 +227,17 @@ class _Browser:
         page = await context.new_page()
         sp = _Page(context, page)
         assets = self.r._assets
-        served: set[str] = set()  # every asset, and the sketch, is served once: nothing runs twice
 
         async def route(route):
             req = route.request
             path = req.url[len(PAGE_ORIGIN):] if req.url.startswith(PAGE_ORIGIN) else None
-            if path not in served and (path in assets or (path == SKETCH_PATH and sp.sketch is not None)):
-                served.add(path)
+            if path not in sp.served and (path in assets or (path == SKETCH_PATH and sp.sketch is not None)):
+                sp.served.add(path)
                 if path == SKETCH_PATH:
                     body, ctype = sp.sketch.encode("utf-8", "replace"), JS_CONTENT_TYPE
                 else:
                     body, ctype = assets[path]
-                headers = {"Content-Security-Policy": PAGE_CSP} if path == "/" else {}
+                headers = {"Content-Security-Policy": PAGE_CSP} if path == "/" else SCRIPT_HEADERS
                 await route.fulfill(body=body, content_type=ctype, headers=headers)
             else:
                 sp.refuse(("navigation to " if req.is_navigation_request() else "request to ") + req.url[:120])
@@ -242,13 +261,46 @@ class _Browser:
         # New realms are refused in the page (guard.js); the browser reports any that appear anyway.
         page.on("frameattached", lambda f: sp.refuse(f"a new realm: frame {f.url[:80] or 'about:blank'}"))
         page.on("worker", lambda w: sp.refuse(f"a new realm: worker {w.url[:80]}"))
-        await page.goto(PAGE_ORIGIN + "/", wait_until="load")
-        if not await page.evaluate("() => !!(window.__salon && window.__salon.ready)"):
-            errors = await page.evaluate("() => (window.__salon && window.__salon.errors) || []")
-            await sp.close()
-            raise RuntimeError(f"sandbox page did not load p5/p5.brush: {errors[:3]}")
         page.on("framenavigated", lambda f: sp.refuse(f"navigation to {f.url[:120]}") if f == page.main_frame else None)
+        try:
+            sp.cdp = await context.new_cdp_session(page)
+            await self._load(sp)
+        except BaseException:
+            await sp.close()
+            raise
         return sp
+
+    async def _load(self, sp: _Page) -> None:
+        """A new document in the page: p5 and p5.brush loaded, the guard first, history emptied."""
+        sp.new_document()
+        await sp.page.goto(PAGE_ORIGIN + "/", wait_until="load")
+        # Only this document is left in the page's history: nothing to go back to, no count of
+        # earlier documents (history.length) for a sketch to read.
+        await sp.cdp.send("Page.resetNavigationHistory")
+        if not await sp.page.evaluate("() => !!(window.__salon && window.__salon.ready) && history.length === 1"):
+            errors = await sp.page.evaluate("() => (window.__salon && window.__salon.errors) || []")
+            raise RuntimeError(f"sandbox page did not load p5/p5.brush: {errors[:3]}")
+        sp.loading = False
+
+    async def _next_document(self, sp: _Page) -> _Page:
+        """The same page with a new document, or a new page if it will not load (a sketch's
+        unload handler that never returns, a renderer that died)."""
+        try:
+            await asyncio.wait_for(self._load(sp), 15)
+            return sp
+        except Exception:
+            await sp.close(2)
+            return await self._new_page()
+
+    def release(self, sp: _Page, clean: bool) -> asyncio.Future | None:
+        """After a sketch: its page is reused when the sketch finished clean, else closed with its
+        renderer process. Returns the close to await, or None when the page was kept."""
+        sp.sketches += 1
+        sp.loading = True  # from here on, what the page does is the judged sketch's, and refused unreported
+        if clean and not self.dead and sp.sketches < self.r.config.sketches_per_page:
+            self.warm.append(asyncio.ensure_future(self._next_document(sp)))
+            return None
+        return asyncio.ensure_future(sp.close())
 
     async def take(self) -> _Page:
         if not self.warm:
@@ -413,11 +465,15 @@ class Renderer:
             outcome = {"status": "error", "violations": ["runtime_error"], "details": [f"runtime_error: {reason}"],
                        "errors": [reason], "image": None}
         render_ms = _ms(t0)
-        if not await sp.close():
+        network = sp.network  # the next document starts a list of its own
+        clean = (outcome.get("status") == "ok" and not outcome.get("violations") and not network
+                 and not static and not sp.crashed)
+        closing = browser.release(sp, clean)
+        if closing is not None and not await closing:
             browser.dead = True  # a page that will not close means a wedged browser: replace it
         png = _decode_data_url(outcome.get("image"))
         fraction = await asyncio.to_thread(paint_fraction, png) if png else None
-        runtime = list(outcome.get("violations", [])) + [d.split(":")[0] for d in sp.network]
+        runtime = list(outcome.get("violations", [])) + [d.split(":")[0] for d in network]
         errors = list(outcome.get("errors", []))
         if any("WEBGL" in e for e in errors):
             runtime.append("not_webgl")
@@ -425,7 +481,7 @@ class Renderer:
         return RenderResult(
             ok=not violations and png is not None, violations=violations, paint_fraction=fraction,
             render_ms=render_ms, js_errors=errors, png=png,
-            details=list(outcome.get("details", [])) + sp.network, gl=browser.r.gl.name)
+            details=list(outcome.get("details", [])) + network, gl=browser.r.gl.name)
 
     async def render_many(self, items, progress: bool = False, desc: str = "render") -> list[RenderResult]:
         """Render (code, seed) pairs concurrently; results in input order."""

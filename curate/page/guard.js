@@ -17,6 +17,9 @@
   "use strict";
   const SKETCH = "salon-sketch.js", GUARD = "salon-guard.js", START = "salon-start.js";
   const SIZE = __SALON_SIZE__, GPU_BUDGET = __SALON_GPU_BUDGET__;
+  // A reused page's documents share one browsing context, whose name outlives a navigation
+  // (render.py): emptied before anything else can run.
+  window.name = "";
   // Internal state: in this closure, never on window (a sketch could clear a violation otherwise).
   const I = { violations: new Set(), details: [], errors: [], seed: 0, size: SIZE, started: false, settled: false,
     own: new WeakSet() };  // own: nodes this page inserts itself (the sketch's script element)
@@ -325,13 +328,14 @@
   const realConsoleError = console.error.bind(console);
   console.error = (...a) => { if (I.errors.length < 20) I.errors.push(a.map(String).join(" ").slice(0, 500)); realConsoleError(...a); };
 
-  // The sketch is a same-origin script fetched once (render.py serves it one time): the policy
+  // The sketch is a script of the page's own server, fetched once (render.py serves it one time): the policy
   // allows no inline or string code, and this one-use Trusted Types policy is the only way to
   // name a script URL on this page.
   const sketchPolicy = trustedTypes.createPolicy("salon", { createScriptURL: (u) => u === "/" + SKETCH ? u : null });
   I.loadSketch = () => new Promise((resolve) => {
     const el = document.createElement("script");
     el.src = sketchPolicy.createScriptURL("/" + SKETCH);
+    el.crossOrigin = "anonymous";  // the document's origin is opaque: without CORS its errors would be muted
     el.onload = el.onerror = () => resolve();
     I.own.add(el);
     I.started = true;
