@@ -39,8 +39,9 @@ from --json's earlier run on the same device and listed under kept_from_an_earli
 a run. `--same-seed 4` renders each heavy sketch four times at one seed on the probe's path and
 on each `--flag-sets` and reports the share of pixels that differ at all, the share more than 8
 levels apart (what the sandbox's no-leak tests count) and the largest gap. Then
-(benchmarks/gpu_render_checks.py) a bf16 matmul loop's slowdown while rendering for
-`--interference` seconds, and fidelity: every bundled example at `--fidelity` seeds on both
+(benchmarks/gpu_render_checks.py) a bf16 matmul loop's slowdown while every slot of the best heavy
+GPU arrangement renders for `--interference` seconds (`--interference-at 4x4,16x1/vulkan-icd`: at
+those too), and fidelity: every bundled example at `--fidelity` seeds on both
 paths (pixels off by more than 16 in a channel, image judges and a pairwise judge on both).
 
     python benchmarks/bench_render.py --gpu --arrangements 16x1,16x2,8x2 --flag-sets vulkan-icd \
@@ -286,7 +287,7 @@ async def render_steady(codes: list[str], config: RenderConfig, meter: CpuMeter)
 
 def outcome(results, steady: Steady) -> dict:
     """A row's counts and rates, and the first few renders that gave no image (why)."""
-    failed = [r.violations + r.details[:2] for r in results if r.png is None]
+    failed = [r.violations + r.details[:2] + r.js_errors[:2] for r in results if r.png is None]
     return {"rendered": len(results) - len(failed), **steady.row(), **({"failed": failed[:5]} if failed else {})}
 
 
@@ -415,8 +416,20 @@ def gpu_run(args) -> None:
     write(args.json, report)
     heavy = [(EXAMPLES / f"{n}.js").read_text() for n in HEAVY]
     if gpu and args.interference:
-        report["interference"] = interference(heavy, alone_s=20, busy_s=args.interference)
+        # at the best heavy GPU arrangement of this run (the default's when only it was measured)
+        row = best["heavy"]["gpu"] if "heavy" in best and best["heavy"]["gpu"] else {"browsers": 0, "pages": 0}
+        config = RenderConfig(gpu="on", browsers=row["browsers"], pages_per_browser=row["pages"])
+        report["interference"] = {"arrangement": arrangement_name(row) if row["browsers"] else "default",
+                                  **interference(heavy, config, alone_s=20, busy_s=args.interference)}
         print(f"  matmul while rendering: {json.dumps(report['interference'])}", flush=True)
+        write(args.json, report)
+    for spec in args.interference_at.split(",") if gpu and args.interference and args.interference_at else []:
+        arrangement, _, gl = spec.partition("/")
+        b, p = (int(x) for x in arrangement.split("x"))
+        got = {"arrangement": spec, **interference(heavy, RenderConfig(gpu="on", gl=gl, browsers=b, pages_per_browser=p),
+                                                   alone_s=15, busy_s=args.interference)}
+        report.setdefault("interference_at", []).append(got)
+        print(f"  matmul while rendering at {spec}: {json.dumps(got)}", flush=True)
         write(args.json, report)
     if gpu and args.same_seed:
         report["same_seed"] = {}
@@ -482,6 +495,8 @@ def main() -> None:
     ap.add_argument("--interference", type=float, default=60, help="seconds of rendering beside a matmul loop (--gpu; 0: skip)")
     ap.add_argument("--same-seed", type=int, default=4, help="renders of each heavy sketch at one seed, compared "
                     "pixel for pixel, on the probe's path and each --flag-sets (--gpu; 0: skip)")
+    ap.add_argument("--interference-at", default="", help="also the matmul's slowdown at these GPU arrangements, "
+                    "browsers x pages and an optional flag set, e.g. 4x4,16x1/vulkan-icd (--gpu)")
     ap.add_argument("--fidelity", type=int, default=3, help="seeds per example compared across paths (--gpu; 0: skip)")
     ap.add_argument("--scaling", default="", help="browser counts to sweep on both paths, e.g. 1,2,4,8,16 (--gpu)")
     ap.add_argument("--pages", default="", help="pages per GPU browser to sweep, e.g. 1,2,4 (--gpu)")

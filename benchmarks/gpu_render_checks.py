@@ -5,14 +5,14 @@ bf16 matmul loop sharing the card.
     from gpu_render_checks import fidelity, interference, same_seed
     rows = fidelity(names, seeds=(0, 1, 2))       # per sketch and seed: pixels off by > 16, judges on both
     report = same_seed(codes, renders=4, gl="vulkan-icd")   # pixels that differ between identical renders
-    report = interference(codes, alone_s=20, busy_s=60)
+    report = interference(codes, RenderConfig(gpu="on"), alone_s=20, busy_s=60)
 
 Fidelity renders each sketch at each seed on both paths and reports the share of pixels more than
 16 levels apart in any channel over the whole image, the image judges' scores on both, and a
 pairwise judge's P(beats a reference) on both (a tiny random Qwen2.5-VL: the mechanics of the
 judge path, not a trained opinion). Interference runs a matmul loop in a child process (so its
 CUDA context is its own, as a trainer's would be), alone and then while this process renders
-heavy sketches on the GPU path without pause.
+heavy sketches on the GPU path without pause, every slot (browsers x pages) busy.
 """
 
 from __future__ import annotations
@@ -137,22 +137,27 @@ while time.perf_counter() - t0 < seconds:
 """
 
 
-def interference(codes: list[str], alone_s: float = 20, busy_s: float = 60) -> dict:
-    """bf16 matmul TFLOP/s alone, then while rendering without pause on the GPU path."""
+def interference(codes: list[str], config: RenderConfig, alone_s: float = 20, busy_s: float = 60) -> dict:
+    """bf16 matmul TFLOP/s alone, then while `config` renders on the GPU path with every slot
+    (browsers x pages) busy all the time."""
     child = subprocess.Popen([sys.executable, "-c", _MATMUL, str(alone_s + busy_s + 5)], stdout=subprocess.PIPE, text=True)
     ready = json.loads(child.stdout.readline())["ready"]
     time.sleep(max(0.0, ready + alone_s - time.time()))
     t_busy = time.time()
-    rendered = 0
 
     async def render_for(seconds: float) -> int:
-        done = 0
-        async with Renderer(RenderConfig(gpu="on")) as renderer:
+        async with Renderer(config) as renderer:
             deadline = time.monotonic() + seconds
-            while time.monotonic() < deadline:
-                results = await renderer.render_many([(c, done + i) for i, c in enumerate(codes)])
-                done += sum(r.png is not None for r in results)
-        return done
+
+            async def slot(k: int) -> int:
+                done, i = 0, k
+                while time.monotonic() < deadline:
+                    result = await renderer.render(codes[i % len(codes)], i)
+                    done += result.png is not None
+                    i += renderer.browsers * renderer.pages
+                return done
+
+            return sum(await asyncio.gather(*(slot(k) for k in range(renderer.browsers * renderer.pages))))
 
     rendered = asyncio.run(render_for(busy_s))
     t_end = time.time()

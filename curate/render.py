@@ -466,8 +466,8 @@ class Renderer:
                        "errors": [reason], "image": None}
         render_ms = _ms(t0)
         network = sp.network  # the next document starts a list of its own
-        clean = (outcome.get("status") == "ok" and not outcome.get("violations") and not network
-                 and not static and not sp.crashed)
+        clean = (outcome.get("status") == "ok" and outcome.get("image") and not outcome.get("violations")
+                 and not network and not static and not sp.crashed)
         closing = browser.release(sp, clean)
         if closing is not None and not await closing:
             browser.dead = True  # a page that will not close means a wedged browser: replace it
@@ -478,10 +478,15 @@ class Renderer:
         if any("WEBGL" in e for e in errors):
             runtime.append("not_webgl")
         violations = gate.verdict(static, runtime, fraction)
+        no_image = png is None and outcome.get("status") == "ok" and not violations
+        if no_image:  # finished, and nothing to judge: the sketch emptied or shrank its canvas
+            violations = ["blank_canvas"]
         return RenderResult(
             ok=not violations and png is not None, violations=violations, paint_fraction=fraction,
             render_ms=render_ms, js_errors=errors, png=png,
-            details=list(outcome.get("details", [])) + network, gl=browser.r.gl.name)
+            details=list(outcome.get("details", [])) + network
+            + (["blank_canvas: the canvas gave no image (emptied or zero-sized)"] if no_image else []),
+            gl=browser.r.gl.name)
 
     async def render_many(self, items, progress: bool = False, desc: str = "render") -> list[RenderResult]:
         """Render (code, seed) pairs concurrently; results in input order."""

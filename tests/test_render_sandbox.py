@@ -38,6 +38,8 @@ HOSTILE_VERDICTS = {
     "text_plain": {"text_label"},
     "text_obfuscated": {"text_label"},
     "canvas_2d": {"bare_primitives"},
+    # No image to judge is the sketch's own verdict, never an infrastructure failure to skip.
+    "canvas_zero": {"blank_canvas"},
     # GPU hostility (the same verdicts on SwiftShader and on the GPU path): memory is capped per
     # sketch at RenderConfig.gpu_memory_mb, shaders of the sketch's own are refused.
     "gpu_texture_bomb": {"runtime_error"},
@@ -66,6 +68,8 @@ HOSTILE_VERDICTS = {
     "gpu_canvas2d_bomb": {"bare_primitives", "runtime_error"},
     "gpu_bitmap_bomb": {"bare_primitives", "runtime_error"},
     "gpu_frame_bomb": {"bare_primitives"},
+    # Losing the context on purpose leaves nothing to capture: refused, not infrastructure.
+    "lose_context": {"bare_primitives"},
 }
 PAINTS_TOO = list(HOSTILE_VERDICTS)[list(HOSTILE_VERDICTS).index("iframe_webrtc"):]
 
@@ -127,6 +131,17 @@ async def test_only_the_canvas_p5_made_is_captured(good_alone):
     assert swapped.ok and circle.ok, (swapped, circle)
     assert differing_share(swapped.png, circle.png) < SAME_IMAGE_MAX_PIXEL_SHARE
     assert swapped.paint_fraction == pytest.approx(circle.paint_fraction, abs=0.01) and swapped.paint_fraction < 0.5
+
+
+async def test_the_capture_is_the_browsers_whatever_the_sketch_replaces(good_alone):
+    # The sketch replaces toDataURL with one that answers a blank canvas of its own.
+    code = (HOSTILE / "capture_swap.js").read_text()
+    async with Renderer(RenderConfig(browsers=1, render_rejects=True)) as renderer:
+        swapped = await renderer.render(code)
+        circle = await renderer.render(code.split("  const red")[0] + "}\n")
+    assert swapped.ok and circle.ok, (swapped, circle)
+    assert differing_share(swapped.png, circle.png) < SAME_IMAGE_MAX_PIXEL_SHARE
+    assert swapped.paint_fraction == pytest.approx(circle.paint_fraction, abs=0.01) and swapped.paint_fraction > 0.05
 
 
 async def test_static_gate_stops_obvious_hostility_before_the_browser():

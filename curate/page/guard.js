@@ -29,6 +29,9 @@
   // two of this page's); 12 leaves room and keeps the check cheap, since it runs on every p5
   // primitive p5.brush calls.
   define(Error, "stackTraceLimit", 12);
+  // The capture's own reference, taken before any sketch runs: a sketch that replaces the
+  // prototype's toDataURL changes nothing the capture sees.
+  const toDataURL = HTMLCanvasElement.prototype.toDataURL;
 
   // Mulberry32, reseeded per sketch; p5.brush seeds its own PRNG from Math.random at load.
   let state = 1;
@@ -188,6 +191,14 @@
     src.videoHeight || src.naturalHeight || src.displayHeight || src.codedHeight || src.height || 0] : [0, 0];
   const CUBE = (t) => t >= 0x8515 && t <= 0x851a;
   const texAt = (gl, target) => stateOf(gl).at.get("t" + (CUBE(target) ? 0x8513 : target) + ":" + stateOf(gl).unit);
+  // Losing the context on purpose leaves nothing to capture; neither p5 nor p5.brush asks.
+  for (const C of GL) {
+    const real = C.prototype.getExtension;
+    define(C.prototype, "getExtension", function (name) {
+      if (/lose_context/i.test(String(name))) { flag("bare_primitives", "getExtension(" + String(name).slice(0, 40) + ")"); return null; }
+      return real.call(this, name);
+    });
+  }
   const wrapGL = (name, before) => {
     for (const C of GL) {
       const real = C.prototype[name];
@@ -313,8 +324,8 @@
     let image = null;
     const canvas = I.canvas;
     if (canvas && !(pixelsOf.get(canvas) || {}).webgl) flag("not_webgl", "the painting is not on a WebGL canvas");
-    try { if (canvas && status === "ok") image = canvas.toDataURL("image/png"); } catch (e) { I.errors.push("capture: " + e); }
-    if (!image && canvas) try { image = canvas.toDataURL("image/png"); } catch (e) { /* a lost context */ }
+    try { if (canvas && status === "ok") image = toDataURL.call(canvas, "image/png"); } catch (e) { I.errors.push("capture: " + e); }
+    if (!image && canvas) try { image = toDataURL.call(canvas, "image/png"); } catch (e) { /* a lost context */ }
     settle({ status, image, violations: [...I.violations], details: I.details, errors: I.errors.slice(0, 20) });
   };
   const onError = (message, isSyntax) => {
