@@ -40,11 +40,10 @@ from salon.pool.errors import ConfigError, SetupError
 from salon.pool.paint import paint_fraction
 
 # The GPU path's arrangement, measured in steady state by bench_render.py --gpu on an H200 host with
-# 16 cores (benchmarks/results/bench_render_gpu_h200.json): one browser of one page per core was
-# fastest on vulkan-canvas for heavy sketches (7.5 renders/s against 7.2 for 20x1, 6.7 for 24x1 and
-# 3.8 for 16x2 in an earlier run) and light ones, as it was on vulkan-icd (5.2 against 4.5 for 8x1).
-# The path is CPU-bound (14-15 of the 16 cores busy, most of it in the renderer processes running
-# p5.brush), so pages beyond one per core only queue.
+# 16 cores (benchmarks/results/bench_render_gpu_h200.json, bench_render_gpu_arrangements_h200.json):
+# one browser of one page per core, 8.1-8.4 heavy renders/s on vulkan-canvas and the best for light
+# sketches (16.2 against 14.8 for 16x2). 16x2 was 8.9 heavy in one run; 24x1, 32x1, 8x2, 8x4, 4x4
+# and 4x8 were slower. With pages reused the path keeps about 10 of the 16 cores busy.
 GPU_PAGES = 1
 
 
