@@ -18,7 +18,8 @@ import json
 
 from playwright.async_api import async_playwright
 
-from salon.curate.render import BASE_CHROMIUM_ARGS, find_chromium
+from salon.curate.render import find_chromium
+from salon.curate.render_pages import BASE_CHROMIUM_ARGS
 
 WAYS = {
     "cpu canvas": ["--disable-gpu"],

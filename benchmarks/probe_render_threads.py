@@ -27,7 +27,8 @@ from playwright.async_api import async_playwright
 from proctree import descendants, process_kind
 
 from salon.curate.page_assets import JS_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, SKETCH_PATH, page_assets
-from salon.curate.render import BASE_CHROMIUM_ARGS, RenderConfig, _decode_data_url, find_chromium
+from salon.curate.render import RenderConfig, _decode_data_url, find_chromium
+from salon.curate.render_pages import BASE_CHROMIUM_ARGS
 from salon.curate.render_gpu import driver_env
 
 TICK = os.sysconf("SC_CLK_TCK")

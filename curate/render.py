@@ -12,14 +12,14 @@ so parallelism comes from browsers, not pages; one render already keeps about 1.
 so the default is one browser per two cores), each in a network namespace of its own
 (isolation.py). Every sketch gets a fresh document, served with a Content Security Policy that
 holds in every realm and makes the document's origin opaque, so no storage exists to leave
-anything in (page_assets.py). A page (browser context and renderer process) whose sketch
-finished with no violation and nothing refused serves the next sketch in a new document, its
-history reset (`sketches_per_page`); any other sketch's page is closed with its process. Pages
-are pre-warmed (p5 and p5.brush already parsed) while other sketches render, so a sketch's time
-is its own; every request except the page's own files, each served once, is refused and
-reported; completion is an event from a p5 lifecycle hook, not polling; the canvas is captured
-with `toDataURL` inside that hook. A sketch never raises: bad code gets violation codes
-(gate.py), a dead browser gets `render_unavailable` and is replaced.
+anything in (page_assets.py). A page (browser context and renderer process: render_pages.py)
+whose sketch finished with no violation and nothing refused serves the next sketch in a new
+document, its history reset (`sketches_per_page`); any other sketch's page is closed with its
+process. Pages are pre-warmed (p5 and p5.brush already parsed) while other sketches render, so
+a sketch's time is its own; every request except the page's own files, each served once, is
+refused and reported; completion is an event from a p5 lifecycle hook, not polling; the canvas
+is captured with `toDataURL` inside that hook. A sketch never raises: bad code gets violation
+codes (gate.py), a dead browser gets `render_unavailable` and is replaced.
 """
 
 from __future__ import annotations
@@ -33,9 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from salon.curate import gate
-from salon.curate.page_assets import JS_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, SCRIPT_HEADERS, SKETCH_PATH, page_assets
-from salon.curate.isolation import BROWSER_NETWORK_ARGS, ISOLATION_MODES, Isolation, resolve_isolation
-from salon.curate.render_gpu import GPU_FLAG_SETS, GPU_MODES, GLPath, choose_gl_path, driver_env
+from salon.curate.page_assets import page_assets
+from salon.curate.isolation import ISOLATION_MODES, Isolation, resolve_isolation
+from salon.curate.render_pages import BASE_CHROMIUM_ARGS, SandboxBrowser
+from salon.curate.render_gpu import GPU_FLAG_SETS, GPU_MODES, GLPath, choose_gl_path
 from salon.pool.errors import ConfigError, SetupError
 from salon.pool.paint import paint_fraction
 
@@ -145,187 +146,6 @@ def find_chromium(explicit: str = "") -> str | None:
     return None
 
 
-# Every browser gets these; the GL path (render_gpu.py) adds its own: `--disable-gpu` for SwiftShader.
-BASE_CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-dev-shm-usage", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-    "--disable-extensions", "--mute-audio", "--disable-breakpad", "--disable-renderer-backgrounding",
-    "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows",
-    "--js-flags=--max-old-space-size=1024",
-    # A reused page's earlier documents must never come back (history.back() into a cached one).
-    "--disable-back-forward-cache",
-    *BROWSER_NETWORK_ARGS,
-]
-
-
-# --- browsers and pages ---------------------------------------------------------------------
-
-
-class _Page:
-    """A page (its own context: renderer process, storage, routing) and the document it holds."""
-
-    def __init__(self, context, page):
-        self.context, self.page = context, page
-        self.cdp = None  # the page's DevTools session (its history is reset per document)
-        self.sketches = 0  # sketches this page has rendered, one document each
-        self.new_document()
-
-    def new_document(self) -> None:
-        """State of the next document; until `loading` ends, what the browser reports belongs to
-        the document being left (the previous sketch, already judged), not the next one."""
-        self.loading = True
-        self.network: list[str] = []  # what the browser saw the page try, as guard-style details
-        self.crashed = False
-        self.sketch: str | None = None  # set when the sketch starts; served once, as SKETCH_PATH
-        self.served: set[str] = set()  # every asset, and the sketch, is served once per document
-
-    def refuse(self, what: str) -> None:
-        if not self.loading and len(self.network) < 20:
-            self.network.append(f"external_access: {what}")
-
-    async def close(self, timeout_s: float = 5.0) -> bool:
-        try:
-            await asyncio.wait_for(self.context.close(), timeout_s)
-            return True
-        except Exception:
-            return False
-
-
-class _Browser:
-    """A long-lived Chromium with a small queue of pre-warmed pages."""
-
-    def __init__(self, renderer: Renderer):
-        self.r = renderer
-        self.browser = None
-        self.inflight = 0
-        self.renders = 0
-        self.dead = False
-        self.warm: list[asyncio.Task] = []
-
-    async def launch(self) -> None:
-        # An inert switch that names this browser, so its process can be found (memory, tests).
-        self.marker = f"--salon-browser={os.getpid()}-{id(self)}-{time.monotonic_ns()}"
-        gl = self.r.gl
-        self.browser = await self.r._playwright.chromium.launch(
-            executable_path=self.r.isolation.executable, headless=True, args=BASE_CHROMIUM_ARGS + gl.args + [self.marker],
-            env=driver_env() if gl.gpu else None)
-        self.browser.on("disconnected", lambda _: setattr(self, "dead", True))
-        self.dead = False
-        self.renders = 0
-        self._refill()
-
-    def _refill(self) -> None:
-        while not self.dead and len(self.warm) < self.r.pages:
-            self.warm.append(asyncio.ensure_future(self._new_page()))
-
-    async def _new_page(self) -> _Page:
-        size = self.r.config.size
-        context = await self.browser.new_context(
-            viewport={"width": size, "height": size}, device_scale_factor=1,
-            service_workers="block", java_script_enabled=True, accept_downloads=False)
-        page = await context.new_page()
-        sp = _Page(context, page)
-        assets = self.r._assets
-
-        async def route(route):
-            req = route.request
-            path = req.url[len(PAGE_ORIGIN):] if req.url.startswith(PAGE_ORIGIN) else None
-            if path not in sp.served and (path in assets or (path == SKETCH_PATH and sp.sketch is not None)):
-                sp.served.add(path)
-                if path == SKETCH_PATH:
-                    body, ctype = sp.sketch.encode("utf-8", "replace"), JS_CONTENT_TYPE
-                else:
-                    body, ctype = assets[path]
-                headers = {"Content-Security-Policy": PAGE_CSP} if path == "/" else SCRIPT_HEADERS
-                await route.fulfill(body=body, content_type=ctype, headers=headers)
-            else:
-                sp.refuse(("navigation to " if req.is_navigation_request() else "request to ") + req.url[:120])
-                await route.abort("blockedbyclient")
-
-        async def route_ws(ws):
-            sp.refuse("WebSocket " + ws.url[:120])
-            await ws.close()
-
-        def console(msg):
-            # the browser's own report of what the page's policy refused, in whichever frame
-            if sp.sketch is not None and ("Content Security Policy" in msg.text or "Trusted Type" in msg.text):
-                sp.refuse("refused by the page's policy: " + msg.text[:160])
-
-        await context.route("**/*", route)
-        await context.route_web_socket("**/*", route_ws)
-        context.on("page", lambda p: (sp.refuse("popup"), asyncio.ensure_future(p.close())) if p != page else None)
-        page.on("dialog", lambda d: (sp.refuse(f"dialog {d.type}"), asyncio.ensure_future(d.dismiss())))
-        page.on("crash", lambda _: setattr(sp, "crashed", True))
-        page.on("console", console)
-        # New realms are refused in the page (guard.js); the browser reports any that appear anyway.
-        page.on("frameattached", lambda f: sp.refuse(f"a new realm: frame {f.url[:80] or 'about:blank'}"))
-        page.on("worker", lambda w: sp.refuse(f"a new realm: worker {w.url[:80]}"))
-        page.on("framenavigated", lambda f: sp.refuse(f"navigation to {f.url[:120]}") if f == page.main_frame else None)
-        try:
-            sp.cdp = await context.new_cdp_session(page)
-            await self._load(sp)
-        except BaseException:
-            await sp.close()
-            raise
-        return sp
-
-    async def _load(self, sp: _Page) -> None:
-        """A new document in the page: p5 and p5.brush loaded, the guard first, history emptied."""
-        sp.new_document()
-        await sp.page.goto(PAGE_ORIGIN + "/", wait_until="load")
-        # Only this document is left in the page's history: nothing to go back to, no count of
-        # earlier documents (history.length) for a sketch to read.
-        await sp.cdp.send("Page.resetNavigationHistory")
-        if not await sp.page.evaluate("() => !!(window.__salon && window.__salon.ready) && history.length === 1"):
-            errors = await sp.page.evaluate("() => (window.__salon && window.__salon.errors) || []")
-            raise RuntimeError(f"sandbox page did not load p5/p5.brush: {errors[:3]}")
-        sp.loading = False
-
-    async def _next_document(self, sp: _Page) -> _Page:
-        """The same page with a new document, or a new page if it will not load (a sketch's
-        unload handler that never returns, a renderer that died)."""
-        try:
-            await asyncio.wait_for(self._load(sp), 15)
-            return sp
-        except Exception:
-            await sp.close(2)
-            return await self._new_page()
-
-    def release(self, sp: _Page, clean: bool) -> asyncio.Future | None:
-        """After a sketch: its page is reused when the sketch finished clean, else closed with its
-        renderer process. Returns the close to await, or None when the page was kept."""
-        sp.sketches += 1
-        sp.loading = True  # from here on, what the page does is the judged sketch's, and refused unreported
-        if clean and not self.dead and sp.sketches < self.r.config.sketches_per_page:
-            self.warm.append(asyncio.ensure_future(self._next_document(sp)))
-            return None
-        return asyncio.ensure_future(sp.close())
-
-    async def take(self) -> _Page:
-        if not self.warm:
-            self._refill()
-        task = self.warm.pop(0)
-        try:
-            return await task
-        finally:
-            self._refill()
-
-    async def close(self) -> None:
-        self.dead = True
-        for task in self.warm:
-            task.cancel()
-        for task in self.warm:
-            try:
-                page = await task
-                await page.close()
-            except BaseException:
-                pass
-        self.warm = []
-        if self.browser is not None:
-            try:
-                await asyncio.wait_for(self.browser.close(), 10)
-            except Exception:
-                pass
 
 
 class Renderer:
@@ -335,7 +155,7 @@ class Renderer:
         self.config = config or RenderConfig()
         self._assets = page_assets(self.config)
         self._chromium = find_chromium(self.config.chromium)
-        self._browsers: list[_Browser] = []
+        self._browsers: list[SandboxBrowser] = []
         self._capacity: asyncio.Semaphore | None = None
         self._playwright = None
         self._pw_cm = None
@@ -364,7 +184,7 @@ class Renderer:
             self.browsers, self.pages = self.config.arrangement(self.gl.gpu)
             self._capacity = asyncio.Semaphore(self.browsers * self.pages)
             for _ in range(self.browsers):
-                b = _Browser(self)
+                b = SandboxBrowser(self)
                 await b.launch()
                 self._browsers.append(b)
         except SetupError:
@@ -397,7 +217,7 @@ class Renderer:
                     pids.append(int(entry.name))
         return sorted(pids)
 
-    async def _browser_for_next(self) -> _Browser:
+    async def _browser_for_next(self) -> SandboxBrowser:
         async with self._restart_lock:
             for b in self._browsers:
                 if b.dead and b.inflight == 0:
@@ -435,7 +255,7 @@ class Renderer:
                 browser.inflight -= 1
                 browser.renders += 1
 
-    async def _render_on(self, browser: _Browser, code: str, seed: int, static: list[str],
+    async def _render_on(self, browser: SandboxBrowser, code: str, seed: int, static: list[str],
                          timeout_s: float) -> RenderResult:
         try:
             sp = await browser.take()

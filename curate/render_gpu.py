@@ -253,7 +253,8 @@ async def choose_gl_path(mode: str, playwright, chromium: str | None, base_args:
 def main(argv: list[str] | None = None) -> int:
     from playwright.async_api import async_playwright
 
-    from salon.curate.render import BASE_CHROMIUM_ARGS, find_chromium
+    from salon.curate.render import find_chromium
+    from salon.curate.render_pages import BASE_CHROMIUM_ARGS
 
     ap = argparse.ArgumentParser(prog="python -m salon.curate.render_gpu", description=__doc__.split("\n\n")[0])
     ap.add_argument("--chromium", default="", help="Chromium binary (default $SALON_CHROMIUM, then PATH)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from render_support import HOSTILE, SAME_IMAGE_MAX_PIXEL_SHARE, differing_share, example
-from salon.curate import render as render_module
+from salon.curate import render_pages
 from salon.curate.render import Renderer, RenderConfig
 from salon.pool.errors import ConfigError
 
@@ -29,14 +29,14 @@ LEFT_BEHIND = """async () => {
 def spy_on_release(monkeypatch) -> list[tuple[object, bool, bool, int]]:
     """(page, kept, clean, the page's sketches so far) for every sketch the renderer finishes."""
     seen = []
-    real = render_module._Browser.release
+    real = render_pages.SandboxBrowser.release
 
     def release(self, sp, clean):
         closing = real(self, sp, clean)
         seen.append((sp, closing is None, clean, sp.sketches))
         return closing
 
-    monkeypatch.setattr(render_module._Browser, "release", release)
+    monkeypatch.setattr(render_pages.SandboxBrowser, "release", release)
     return seen
 
 

@@ -1,0 +1,204 @@
+"""The render sandbox's browsers and pages: a long-lived Chromium each, with pre-warmed pages.
+
+    browser = SandboxBrowser(renderer); await browser.launch()   # render.Renderer does this
+    page = await browser.take()                                  # a warm page, p5 and p5.brush loaded
+    closing = browser.release(page, clean)                       # reused for the next sketch, or closed
+
+A page is a browser context of its own (renderer process, storage, routing) holding one document
+at a time. Each sketch gets a new document; the page that held it serves the next sketch only when
+the sketch finished with no violation and nothing refused, up to RenderConfig.sketches_per_page,
+and is closed with its process otherwise. What could outlive a document is taken away by
+construction: the origin is opaque (page_assets.PAGE_CSP's sandbox: no storage of any kind), the
+history is reset to the one document, the back-forward cache is off, and the guard empties
+window.name before anything else runs. Every request but the document's own files, each served
+once, is refused, and reported when the document is the sketch's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+from salon.curate.isolation import BROWSER_NETWORK_ARGS
+from salon.curate.page_assets import JS_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, SCRIPT_HEADERS, SKETCH_PATH
+from salon.curate.render_gpu import driver_env
+
+# Every browser gets these; the GL path (render_gpu.py) adds its own: `--disable-gpu` for SwiftShader.
+BASE_CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-dev-shm-usage", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+    "--disable-extensions", "--mute-audio", "--disable-breakpad", "--disable-renderer-backgrounding",
+    "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows",
+    "--js-flags=--max-old-space-size=1024",
+    # A reused page's earlier documents must never come back (history.back() into a cached one).
+    "--disable-back-forward-cache",
+    *BROWSER_NETWORK_ARGS,
+]
+
+
+class SandboxPage:
+    """A page (its own context: renderer process, storage, routing) and the document it holds."""
+
+    def __init__(self, context, page):
+        self.context, self.page = context, page
+        self.cdp = None  # the page's DevTools session (its history is reset per document)
+        self.sketches = 0  # sketches this page has rendered, one document each
+        self.new_document()
+
+    def new_document(self) -> None:
+        """State of the next document; until `loading` ends, what the browser reports belongs to
+        the document being left (the previous sketch, already judged), not the next one."""
+        self.loading = True
+        self.network: list[str] = []  # what the browser saw the page try, as guard-style details
+        self.crashed = False
+        self.sketch: str | None = None  # set when the sketch starts; served once, as SKETCH_PATH
+        self.served: set[str] = set()  # every asset, and the sketch, is served once per document
+
+    def refuse(self, what: str) -> None:
+        if not self.loading and len(self.network) < 20:
+            self.network.append(f"external_access: {what}")
+
+    async def close(self, timeout_s: float = 5.0) -> bool:
+        try:
+            await asyncio.wait_for(self.context.close(), timeout_s)
+            return True
+        except Exception:
+            return False
+
+
+class SandboxBrowser:
+    """A long-lived Chromium with a small queue of pre-warmed pages."""
+
+    def __init__(self, renderer):
+        self.r = renderer
+        self.browser = None
+        self.inflight = 0
+        self.renders = 0
+        self.dead = False
+        self.warm: list[asyncio.Task] = []
+
+    async def launch(self) -> None:
+        # An inert switch that names this browser, so its process can be found (memory, tests).
+        self.marker = f"--salon-browser={os.getpid()}-{id(self)}-{time.monotonic_ns()}"
+        gl = self.r.gl
+        self.browser = await self.r._playwright.chromium.launch(
+            executable_path=self.r.isolation.executable, headless=True, args=BASE_CHROMIUM_ARGS + gl.args + [self.marker],
+            env=driver_env() if gl.gpu else None)
+        self.browser.on("disconnected", lambda _: setattr(self, "dead", True))
+        self.dead = False
+        self.renders = 0
+        self._refill()
+
+    def _refill(self) -> None:
+        while not self.dead and len(self.warm) < self.r.pages:
+            self.warm.append(asyncio.ensure_future(self._new_page()))
+
+    async def _new_page(self) -> SandboxPage:
+        size = self.r.config.size
+        context = await self.browser.new_context(
+            viewport={"width": size, "height": size}, device_scale_factor=1,
+            service_workers="block", java_script_enabled=True, accept_downloads=False)
+        page = await context.new_page()
+        sp = SandboxPage(context, page)
+        assets = self.r._assets
+
+        async def route(route):
+            req = route.request
+            path = req.url[len(PAGE_ORIGIN):] if req.url.startswith(PAGE_ORIGIN) else None
+            if path not in sp.served and (path in assets or (path == SKETCH_PATH and sp.sketch is not None)):
+                sp.served.add(path)
+                if path == SKETCH_PATH:
+                    body, ctype = sp.sketch.encode("utf-8", "replace"), JS_CONTENT_TYPE
+                else:
+                    body, ctype = assets[path]
+                headers = {"Content-Security-Policy": PAGE_CSP} if path == "/" else SCRIPT_HEADERS
+                await route.fulfill(body=body, content_type=ctype, headers=headers)
+            else:
+                sp.refuse(("navigation to " if req.is_navigation_request() else "request to ") + req.url[:120])
+                await route.abort("blockedbyclient")
+
+        async def route_ws(ws):
+            sp.refuse("WebSocket " + ws.url[:120])
+            await ws.close()
+
+        def console(msg):
+            # the browser's own report of what the page's policy refused, in whichever frame
+            if sp.sketch is not None and ("Content Security Policy" in msg.text or "Trusted Type" in msg.text):
+                sp.refuse("refused by the page's policy: " + msg.text[:160])
+
+        await context.route("**/*", route)
+        await context.route_web_socket("**/*", route_ws)
+        context.on("page", lambda p: (sp.refuse("popup"), asyncio.ensure_future(p.close())) if p != page else None)
+        page.on("dialog", lambda d: (sp.refuse(f"dialog {d.type}"), asyncio.ensure_future(d.dismiss())))
+        page.on("crash", lambda _: setattr(sp, "crashed", True))
+        page.on("console", console)
+        # New realms are refused in the page (guard.js); the browser reports any that appear anyway.
+        page.on("frameattached", lambda f: sp.refuse(f"a new realm: frame {f.url[:80] or 'about:blank'}"))
+        page.on("worker", lambda w: sp.refuse(f"a new realm: worker {w.url[:80]}"))
+        page.on("framenavigated", lambda f: sp.refuse(f"navigation to {f.url[:120]}") if f == page.main_frame else None)
+        try:
+            sp.cdp = await context.new_cdp_session(page)
+            await self._load(sp)
+        except BaseException:
+            await sp.close()
+            raise
+        return sp
+
+    async def _load(self, sp: SandboxPage) -> None:
+        """A new document in the page: p5 and p5.brush loaded, the guard first, history emptied."""
+        sp.new_document()
+        await sp.page.goto(PAGE_ORIGIN + "/", wait_until="load")
+        # Only this document is left in the page's history: nothing to go back to, no count of
+        # earlier documents (history.length) for a sketch to read.
+        await sp.cdp.send("Page.resetNavigationHistory")
+        if not await sp.page.evaluate("() => !!(window.__salon && window.__salon.ready) && history.length === 1"):
+            errors = await sp.page.evaluate("() => (window.__salon && window.__salon.errors) || []")
+            raise RuntimeError(f"sandbox page did not load p5/p5.brush: {errors[:3]}")
+        sp.loading = False
+
+    async def _next_document(self, sp: SandboxPage) -> SandboxPage:
+        """The same page with a new document, or a new page if it will not load (a sketch's
+        unload handler that never returns, a renderer that died)."""
+        try:
+            await asyncio.wait_for(self._load(sp), 15)
+            return sp
+        except Exception:
+            await sp.close(2)
+            return await self._new_page()
+
+    def release(self, sp: SandboxPage, clean: bool) -> asyncio.Future | None:
+        """After a sketch: its page is reused when the sketch finished clean, else closed with its
+        renderer process. Returns the close to await, or None when the page was kept."""
+        sp.sketches += 1
+        sp.loading = True  # from here on, what the page does is the judged sketch's, and refused unreported
+        if clean and not self.dead and sp.sketches < self.r.config.sketches_per_page:
+            self.warm.append(asyncio.ensure_future(self._next_document(sp)))
+            return None
+        return asyncio.ensure_future(sp.close())
+
+    async def take(self) -> SandboxPage:
+        if not self.warm:
+            self._refill()
+        task = self.warm.pop(0)
+        try:
+            return await task
+        finally:
+            self._refill()
+
+    async def close(self) -> None:
+        self.dead = True
+        for task in self.warm:
+            task.cancel()
+        for task in self.warm:
+            try:
+                page = await task
+                await page.close()
+            except BaseException:
+                pass
+        self.warm = []
+        if self.browser is not None:
+            try:
+                await asyncio.wait_for(self.browser.close(), 10)
+            except Exception:
+                pass
