@@ -146,8 +146,6 @@ def find_chromium(explicit: str = "") -> str | None:
     return None
 
 
-
-
 class Renderer:
     """Renders sketches concurrently on long-lived browsers. Use as an async context manager."""
 
@@ -287,8 +285,7 @@ class Renderer:
         network = sp.network  # the next document starts a list of its own
         clean = (outcome.get("status") == "ok" and outcome.get("image") and not outcome.get("violations")
                  and not network and not static and not sp.crashed)
-        closing = browser.release(sp, clean)
-        if closing is not None and not await closing:
+        if not browser.reuse(sp, clean) and not await sp.close():
             browser.dead = True  # a page that will not close means a wedged browser: replace it
         png = _decode_data_url(outcome.get("image"))
         fraction = await asyncio.to_thread(paint_fraction, png) if png else None

@@ -2,7 +2,7 @@
 
     browser = SandboxBrowser(renderer); await browser.launch()   # render.Renderer does this
     page = await browser.take()                                  # a warm page, p5 and p5.brush loaded
-    closing = browser.release(page, clean)                       # reused for the next sketch, or closed
+    if not browser.reuse(page, clean): await page.close()         # kept for the next sketch, or closed
 
 A page is a browser context of its own (renderer process, storage, routing) holding one document
 at a time. Each sketch gets a new document; the page that held it serves the next sketch only when
@@ -167,15 +167,16 @@ class SandboxBrowser:
             await sp.close(2)
             return await self._new_page()
 
-    def release(self, sp: SandboxPage, clean: bool) -> asyncio.Future | None:
-        """After a sketch: its page is reused when the sketch finished clean, else closed with its
-        renderer process. Returns the close to await, or None when the page was kept."""
+    def reuse(self, sp: SandboxPage, clean: bool) -> bool:
+        """After a sketch: True when its page serves the next one (its next document loading in the
+        warm queue), which it does only after a sketch that finished clean; False when the caller
+        is to close it, with its renderer process."""
         sp.sketches += 1
         sp.loading = True  # from here on, what the page does is the judged sketch's, and refused unreported
-        if clean and not self.dead and sp.sketches < self.r.config.sketches_per_page:
-            self.warm.append(asyncio.ensure_future(self._next_document(sp)))
-            return None
-        return asyncio.ensure_future(sp.close())
+        if not (clean and not self.dead and sp.sketches < self.r.config.sketches_per_page):
+            return False
+        self.warm.append(asyncio.ensure_future(self._next_document(sp)))
+        return True
 
     async def take(self) -> SandboxPage:
         if not self.warm:

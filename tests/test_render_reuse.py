@@ -3,6 +3,8 @@ sketch only after one that finished clean (RenderConfig.sketches_per_page)."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from render_support import HOSTILE, SAME_IMAGE_MAX_PIXEL_SHARE, differing_share, example
@@ -26,22 +28,22 @@ LEFT_BEHIND = """async () => {
 }"""
 
 
-def spy_on_release(monkeypatch) -> list[tuple[object, bool, bool, int]]:
+def spy_on_reuse(monkeypatch) -> list[tuple[object, bool, bool, int]]:
     """(page, kept, clean, the page's sketches so far) for every sketch the renderer finishes."""
     seen = []
-    real = render_pages.SandboxBrowser.release
+    real = render_pages.SandboxBrowser.reuse
 
-    def release(self, sp, clean):
-        closing = real(self, sp, clean)
-        seen.append((sp, closing is None, clean, sp.sketches))
-        return closing
+    def reuse(self, sp, clean):
+        kept = real(self, sp, clean)
+        seen.append((sp, kept, clean, sp.sketches))
+        return kept
 
-    monkeypatch.setattr(render_pages.SandboxBrowser, "release", release)
+    monkeypatch.setattr(render_pages.SandboxBrowser, "reuse", reuse)
     return seen
 
 
 async def test_a_clean_sketch_leaves_nothing_for_the_next_document(monkeypatch):
-    seen = spy_on_release(monkeypatch)
+    seen = spy_on_reuse(monkeypatch)
     async with Renderer(RenderConfig(browsers=1)) as renderer:
         alone = await renderer.render(example(GOOD), seed=0)
         leaver = await renderer.render((HOSTILE / "leave_state.js").read_text(), seed=0)
@@ -62,7 +64,7 @@ async def test_a_clean_sketch_leaves_nothing_for_the_next_document(monkeypatch):
 
 
 async def test_only_a_page_whose_sketch_finished_clean_is_reused(monkeypatch):
-    seen = spy_on_release(monkeypatch)
+    seen = spy_on_reuse(monkeypatch)
     limit = 2
     async with Renderer(RenderConfig(browsers=1, render_rejects=True, sketches_per_page=limit)) as renderer:
         for code in [example(GOOD), (HOSTILE / "fetch_obfuscated.js").read_text(),
@@ -79,8 +81,6 @@ def test_sketches_per_page_is_validated():
 
 
 def _done(value):
-    import asyncio
-
     future = asyncio.get_running_loop().create_future()
     future.set_result(value)
     return future

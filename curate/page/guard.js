@@ -301,16 +301,15 @@
   // video frames and codecs (a VideoFrame of a canvas is a copy of it, on the card where the canvas
   // is), canvas streams and recorders, and WebGPU (absent from this insecure origin anyway: its
   // compute shaders would hold the card as a looping WebGL shader would).
-  const refuseApi = (what) => { flag("bare_primitives", what); return new TypeError("salon sandbox: " + what + " is not allowed"); };
   for (const name of ["VideoFrame", "VideoEncoder", "VideoDecoder", "ImageDecoder", "AudioEncoder", "AudioDecoder",
     "MediaRecorder", "MediaStreamTrackProcessor", "MediaStreamTrackGenerator", "VideoTrackGenerator"]) {
-    if (name in window) define(window, name, function () { throw refuseApi(name); });
+    if (name in window) define(window, name, function () { throw refuse("bare_primitives", name); });
   }
   for (const C of [window.HTMLCanvasElement, window.HTMLMediaElement]) {
-    if (C && C.prototype.captureStream) define(C.prototype, "captureStream", function () { throw refuseApi("captureStream"); });
+    if (C && C.prototype.captureStream) define(C.prototype, "captureStream", function () { throw refuse("bare_primitives", "captureStream"); });
   }
   if ("gpu" in Navigator.prototype) {
-    Object.defineProperty(Navigator.prototype, "gpu", { get() { throw refuseApi("WebGPU"); }, configurable: false });
+    Object.defineProperty(Navigator.prototype, "gpu", { get() { throw refuse("bare_primitives", "WebGPU"); }, configurable: false });
   }
 
   // Errors and the result.
