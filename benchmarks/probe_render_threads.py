@@ -26,7 +26,7 @@ from PIL import Image
 from playwright.async_api import async_playwright
 from proctree import descendants, process_kind
 
-from salon.curate.page_assets import JS_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, SKETCH_PATH, page_assets
+from salon.curate.page_assets import JS_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, SCRIPT_HEADERS, SKETCH_PATH, page_assets
 from salon.curate.render import RenderConfig, _decode_data_url, find_chromium
 from salon.curate.render_pages import BASE_CHROMIUM_ARGS
 from salon.curate.render_gpu import driver_env
@@ -76,22 +76,22 @@ def px(b):
 async def one(b, assets, code, profile):
     ctx = await b.new_context(viewport={"width": 600, "height": 600})
     page = await ctx.new_page()
+    cdp = await ctx.new_cdp_session(page)
+    await cdp.send("Page.enable")  # the page's own scripts, as render_pages.py gives them
+    for source in assets.scripts:
+        await cdp.send("Page.addScriptToEvaluateOnNewDocument", {"source": source})
 
     async def route(r):
         path = r.request.url[len(PAGE_ORIGIN) :]
         if path == SKETCH_PATH:
-            await r.fulfill(body=code.encode(), content_type=JS_CONTENT_TYPE)
-            return
-        body, ct = assets[path]
-        await r.fulfill(
-            body=body, content_type=ct, headers={"Content-Security-Policy": PAGE_CSP} if path == "/" else {}
-        )
+            await r.fulfill(body=code.encode(), content_type=JS_CONTENT_TYPE, headers=SCRIPT_HEADERS)
+        else:
+            await r.fulfill(body=assets.document, content_type="text/html", headers={"Content-Security-Policy": PAGE_CSP})
 
     await ctx.route("**/*", route)
     t0 = threads()
     await page.goto(PAGE_ORIGIN + "/", wait_until="load")
     if profile:
-        cdp = await ctx.new_cdp_session(page)
         await cdp.send("Profiler.enable")
         await cdp.send("Profiler.setSamplingInterval", {"interval": 500})
         await cdp.send("Profiler.start")

@@ -1,17 +1,20 @@
-"""The sandbox page: what the browser is served for every sketch, and the policy it is served with.
+"""The sandbox page: what the browser runs for every sketch, and the policy it runs under.
 
-    assets = page_assets(RenderConfig())      # {path: (bytes, content type)}, served from memory
-    PAGE_CSP                                   # the Content-Security-Policy header of "/"
+    assets = page_assets(RenderConfig())   # PageAssets: the document, and the page's own scripts
+    PAGE_CSP                               # the Content-Security-Policy header of the document
 
-The page is four scripts: the guard (page/guard.js, first, before anything else can run), p5,
-p5.brush and the start script (page/start.js); the sketch itself arrives later as SKETCH_PATH.
-render.py serves each path once per document and refuses every other request.
+The page's own scripts are the guard (page/guard.js, first, before anything else can run), p5,
+p5.brush and the start script (page/start.js). The browser keeps them, given once per page
+(render_pages.py), and runs them in that order in every new document before the document's own
+content: nothing else crosses from salon to the browser per sketch but an empty document and the
+sketch, served once each, as "/" and SKETCH_PATH. Every other request is refused.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from salon.curate import gate
@@ -19,12 +22,12 @@ from salon.pool.errors import SetupError
 
 PAGE_ORIGIN = "http://salon.sandbox"
 SKETCH_PATH = "/salon-sketch.js"
+GUARD_URL, START_URL = "/salon-guard.js", "/salon-start.js"
 _PAGE_DIR = Path(__file__).parent / "page"
 JS_CONTENT_TYPE = "text/javascript; charset=utf-8"
-PAGE_SCRIPTS = ("/salon-guard.js", "/p5.min.js", "/p5.brush.js", "/salon-start.js")
-# The page's origin is opaque (PAGE_CSP's sandbox), so every script, the sketch included, is
-# another origin's: fetched with CORS, or the browser mutes its errors (no message, no
-# unhandledrejection) and a sketch that throws would look like one that never finishes.
+# The page's origin is opaque (PAGE_CSP's sandbox), so the sketch's script is another origin's:
+# fetched with CORS, or the browser mutes its errors (no message, no unhandledrejection) and a
+# sketch that throws would look like one that never finishes.
 SCRIPT_HEADERS = {"Access-Control-Allow-Origin": "*"}
 
 
@@ -40,7 +43,19 @@ def find_node_modules(explicit: str = "") -> Path:
 
 
 
-def page_assets(config) -> dict[str, tuple[bytes, str]]:
+@dataclass(frozen=True)
+class PageAssets:
+    document: bytes  # "/": an empty page; its policy (PAGE_CSP) comes with it as a header
+    scripts: tuple[str, ...]  # guard, p5, p5.brush, start: run in this order in every new document
+
+
+# An empty page. The scripts that make it a sandbox are the browser's to run, not the document's:
+# p5 and p5.brush (1 MB) cross from salon to each browser page once, not once per sketch.
+DOCUMENT = (b'<!doctype html><html><head><meta charset="utf-8"><style>html,body{margin:0;'
+            b"background:#fff;overflow:hidden}</style></head><body></body></html>")
+
+
+def page_assets(config) -> PageAssets:
     nm = find_node_modules(config.node_modules)
     guard = (_PAGE_DIR / "guard.js").read_text()
     guard = guard.replace("__SALON_SIZE__", str(int(config.size)))
@@ -52,29 +67,19 @@ def page_assets(config) -> dict[str, tuple[bytes, str]]:
     start = start.replace("__SALON_GLYPHS__", json.dumps(list(gate.GLYPH_CALLS)))
     start = start.replace("__SALON_SHADERS__", json.dumps(list(gate.SHADER_CALLS)))
     start = start.replace("__SALON_DOM__", json.dumps(list(_P5_DOM)))
-    html = (
-        '<!doctype html><html><head><meta charset="utf-8"><style>html,body{margin:0;'
-        "background:#fff;overflow:hidden}</style></head><body>"
-        + "".join(f'<script src="{src}" crossorigin="anonymous"></script>' for src in PAGE_SCRIPTS)
-        + "</body></html>"
-    )
-    return {
-        "/": (html.encode(), "text/html; charset=utf-8"),
-        "/salon-guard.js": (guard.encode(), JS_CONTENT_TYPE),
-        "/p5.min.js": ((nm / "p5/lib/p5.min.js").read_bytes(), JS_CONTENT_TYPE),
-        "/p5.brush.js": ((nm / "p5.brush/dist/p5.brush.js").read_bytes(), JS_CONTENT_TYPE),
-        "/salon-start.js": (start.encode(), JS_CONTENT_TYPE),
-    }
+    sources = {GUARD_URL: guard, "/p5.min.js": (nm / "p5/lib/p5.min.js").read_text(),
+               "/p5.brush.js": (nm / "p5.brush/dist/p5.brush.js").read_text(), START_URL: start}
+    # Each keeps its name in stack traces, which is how the guard tells who called (guard.js).
+    return PageAssets(DOCUMENT, tuple(f"{src}\n//# sourceURL={PAGE_ORIGIN}{url}\n" for url, src in sources.items()))
 
 
 # The page's Content Security Policy: enforced by the browser in the page and in every realm
 # it could create (an about:blank frame inherits it), whatever API the sketch reaches for. Scripts
-# only from the page's own origin (each served once, the sketch included: no inline code, no
-# eval, Function or string timers, no data:/blob: imports); no connection, worker, frame, plugin,
-# image, font or media of any kind; Trusted Types, so no string becomes HTML or script; and a
+# only from the page's own origin (the sketch, served once: no inline code, no eval, Function or
+# string timers, no data:/blob: imports); no connection, worker, frame, plugin, image, font or media of any kind; Trusted Types, so no string becomes HTML or script; and a
 # sandbox (scripts allowed, nothing else), so the document's origin is opaque: no cookie,
 # localStorage, sessionStorage, IndexedDB, cache or lock exists for a sketch to leave anything in
-# for the next document of a reused page (render.py).
+# for the next document of a reused page (render_pages.py).
 PAGE_CSP = "; ".join([
     "default-src 'none'", "script-src 'self'", "style-src 'unsafe-inline'", "img-src 'none'",
     "connect-src 'none'", "worker-src 'none'", "frame-src 'none'", "child-src 'none'", "object-src 'none'",

@@ -15,8 +15,9 @@ holds in every realm and makes the document's origin opaque, so no storage exist
 anything in (page_assets.py). A page (browser context and renderer process: render_pages.py)
 whose sketch finished with no violation and nothing refused serves the next sketch in a new
 document, its history reset (`sketches_per_page`); any other sketch's page is closed with its
-process. Pages are pre-warmed (p5 and p5.brush already parsed) while other sketches render, so
-a sketch's time is its own; every request except the page's own files, each served once, is
+process. Pages are pre-warmed (p5 and p5.brush already parsed: the browser runs the page's
+scripts in each new document, given once per page) while other sketches render, so a sketch's
+time is its own; every request except the empty document and the sketch, each served once, is
 refused and reported; completion is an event from a p5 lifecycle hook, not polling; the canvas
 is captured with `toDataURL` inside that hook. A sketch never raises: bad code gets violation
 codes (gate.py), a dead browser gets `render_unavailable` and is replaced.

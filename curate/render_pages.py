@@ -10,8 +10,9 @@ the sketch finished with no violation and nothing refused, up to RenderConfig.sk
 and is closed with its process otherwise. What could outlive a document is taken away by
 construction: the origin is opaque (page_assets.PAGE_CSP's sandbox: no storage of any kind), the
 history is reset to the one document, the back-forward cache is off, and the guard empties
-window.name before anything else runs. Every request but the document's own files, each served
-once, is refused, and reported when the document is the sketch's.
+window.name before anything else runs. The page's own scripts (page_assets.py) are the browser's
+to run in every new document, given once per page; every request but the empty document and the
+sketch, each served once, is refused, and reported when the document is the sketch's.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class SandboxPage:
         self.network: list[str] = []  # what the browser saw the page try, as guard-style details
         self.crashed = False
         self.sketch: str | None = None  # set when the sketch starts; served once, as SKETCH_PATH
-        self.served: set[str] = set()  # every asset, and the sketch, is served once per document
+        self.served: set[str] = set()  # the document and the sketch are served once each
 
     def refuse(self, what: str) -> None:
         if not self.loading and len(self.network) < 20:
@@ -106,14 +107,14 @@ class SandboxBrowser:
         async def route(route):
             req = route.request
             path = req.url[len(PAGE_ORIGIN):] if req.url.startswith(PAGE_ORIGIN) else None
-            if path not in sp.served and (path in assets or (path == SKETCH_PATH and sp.sketch is not None)):
+            if path not in sp.served and (path == "/" or (path == SKETCH_PATH and sp.sketch is not None)):
                 sp.served.add(path)
-                if path == SKETCH_PATH:
-                    body, ctype = sp.sketch.encode("utf-8", "replace"), JS_CONTENT_TYPE
+                if path == "/":
+                    await route.fulfill(body=assets.document, content_type="text/html; charset=utf-8",
+                                        headers={"Content-Security-Policy": PAGE_CSP})
                 else:
-                    body, ctype = assets[path]
-                headers = {"Content-Security-Policy": PAGE_CSP} if path == "/" else SCRIPT_HEADERS
-                await route.fulfill(body=body, content_type=ctype, headers=headers)
+                    await route.fulfill(body=sp.sketch.encode("utf-8", "replace"), content_type=JS_CONTENT_TYPE,
+                                        headers=SCRIPT_HEADERS)
             else:
                 sp.refuse(("navigation to " if req.is_navigation_request() else "request to ") + req.url[:120])
                 await route.abort("blockedbyclient")
@@ -139,6 +140,11 @@ class SandboxBrowser:
         page.on("framenavigated", lambda f: sp.refuse(f"navigation to {f.url[:120]}") if f == page.main_frame else None)
         try:
             sp.cdp = await context.new_cdp_session(page)
+            # The page's own scripts, once per page: the browser runs them in every new document
+            # of it, in this order, before anything of the document's own (page_assets.py).
+            await sp.cdp.send("Page.enable")  # the scripts are the Page domain's, dropped if it is disabled
+            for source in assets.scripts:
+                await sp.cdp.send("Page.addScriptToEvaluateOnNewDocument", {"source": source})
             await self._load(sp)
         except BaseException:
             await sp.close()

@@ -7,8 +7,11 @@ import asyncio
 
 import pytest
 
+from playwright.async_api import Route
+
 from render_support import HOSTILE, SAME_IMAGE_MAX_PIXEL_SHARE, differing_share, example
 from salon.curate import render_pages
+from salon.curate.page_assets import PAGE_ORIGIN, SKETCH_PATH
 from salon.curate.render import Renderer, RenderConfig
 from salon.pool.errors import ConfigError
 
@@ -73,6 +76,25 @@ async def test_only_a_page_whose_sketch_finished_clean_is_reused(monkeypatch):
     assert [clean for _, _, clean, _ in seen] == [True, False, False, True, True, True, True]
     assert all(kept == (clean and sketches < limit) for _, kept, clean, sketches in seen)
     assert sum(1 for _, kept, clean, _ in seen if clean and not kept) == 2  # two pages reached the limit
+
+
+async def test_per_sketch_only_the_empty_document_and_the_sketch_cross_to_the_browser(monkeypatch):
+    """p5 and p5.brush (1 MB) are the browser's to run in each new document, given once per page:
+    serving them for every sketch was most of the Python and driver time of a render."""
+    served = []
+    real = Route.fulfill
+
+    async def fulfill(self, **kw):
+        served.append((self.request.url, len(kw.get("body") or b"")))
+        return await real(self, **kw)
+
+    monkeypatch.setattr(Route, "fulfill", fulfill)
+    async with Renderer(RenderConfig(browsers=1)) as renderer:
+        results = [await renderer.render(example(GOOD), seed=seed) for seed in range(3)]
+    assert all(r.ok for r in results), results
+    urls = [url for url, _ in served]
+    assert set(urls) == {PAGE_ORIGIN + "/", PAGE_ORIGIN + SKETCH_PATH} and urls.count(PAGE_ORIGIN + SKETCH_PATH) == 3
+    assert max(size for _, size in served) < 50_000  # p5.min.js alone is 990 kB
 
 
 def test_sketches_per_page_is_validated():
