@@ -27,7 +27,10 @@ On a GPU node (`--gpu`), two more ways run on the same sketches, and the run is 
   salon            stays RenderConfig(gpu="off"): SwiftShader on the node's cores
 Each arrangement renders WAVES (4) x its slots (browsers x pages) sketches and is measured in
 steady state: renders/s and CPU between the first and the last full wave, the CPU split by
-process kind (renderer, gpu, browser, Playwright's driver, this Python). `--scaling 1,2,4,8,16`
+process kind (renderer, gpu, browser, Playwright's driver, this Python), and the card's utilisation
+over the same window (nvidia-smi) with the card's busy milliseconds per render it implies. A `gpu one at
+a time` row renders ALONE (16) sketches on one page in turn: the card's own time per painting, with
+nothing else on it, which a path that keeps the card busy cannot beat. `--scaling 1,2,4,8,16`
 adds that many browsers on each path (and `--pages 1,2,4` pages per GPU browser, each
 combination), `--arrangements 16x1,8x2` GPU arrangements alone, `--pools 2x8` salon train's
 render worker processes (2 of 8 GPU browsers each, and SwiftShader split the same way),
@@ -60,7 +63,7 @@ import time
 from pathlib import Path
 
 from gpu_render_checks import fidelity, interference, same_seed
-from proctree import CpuMeter
+from proctree import CpuMeter, GpuMeter
 from salon.curate.page_assets import find_node_modules
 from salon.curate.render import Renderer, RenderConfig, find_chromium
 from salon.curate.render_gpu import GPU_FLAG_SETS, driver_env
@@ -164,7 +167,7 @@ import asyncio, json, sys, time
 sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
 shim, bench, codes_file = sys.argv[1:4]
 sys.path[:0] = [shim, bench]
-from proctree import CpuMeter
+from proctree import CpuMeter, GpuMeter
 from salon.curate import render
 assert render.__file__.startswith(shim), render.__file__
 codes = json.load(open(codes_file))
@@ -247,11 +250,12 @@ class Steady:
     together) and the tail (fewer renders than slots left) stay out. A run of 18 renders on 16 slots
     is mostly those two; the GPU run gives each arrangement WAVES x slots renders."""
 
-    def __init__(self, meter: CpuMeter, total: int, slots: int):
-        self.meter, self.total = meter, total
+    def __init__(self, meter: CpuMeter, total: int, slots: int, gpu: GpuMeter | None = None):
+        self.meter, self.total, self.gpu = meter, total, gpu
         self.first = max(1, min(slots, total // 4))
         self.last = total - self.first
         self.count = 0
+        self.gpu_util = None
 
     def done(self) -> None:
         self.count += 1
@@ -260,21 +264,27 @@ class Steady:
         if self.count == self.last:
             self.seconds = time.perf_counter() - self.t0
             self.cpu = self.meter.since(self.mark)
+            self.gpu_util = self.gpu.since(self.t0) if self.gpu else None
 
     def row(self) -> dict:
         cores = {k: round(v / self.seconds, 2) for k, v in sorted(self.cpu.items(), key=lambda kv: -kv[1]) if v > 0}
-        return {"renders": self.total, "seconds": round(self.seconds, 3),
-                "renders_per_s": round((self.last - self.first) / self.seconds, 4),
-                "cores_busy": round(sum(self.cpu.values()) / self.seconds, 2), "cores_by_process": cores}
+        rate = (self.last - self.first) / self.seconds
+        # The card's busy time per render: what caps a path that keeps it busy all the time.
+        gpu = {} if self.gpu_util is None else {
+            "gpu_util_percent": self.gpu_util, "gpu_busy_ms_per_render": round(self.gpu_util * 10 / rate, 1)}
+        return {"renders": self.total, "seconds": round(self.seconds, 3), "renders_per_s": round(rate, 4),
+                "cores_busy": round(sum(self.cpu.values()) / self.seconds, 2), "cores_by_process": cores, **gpu}
 
 
 WAVES = 4  # renders per slot in each GPU-run arrangement
+ALONE = 16  # renders of the one-at-a-time GPU row
 
 
-async def render_steady(codes: list[str], config: RenderConfig, meter: CpuMeter):
+async def render_steady(codes: list[str], config: RenderConfig, meter: CpuMeter, gpu: GpuMeter | None = None,
+                        total: int = 0):
     async with Renderer(config) as renderer:
-        total = max(len(codes), WAVES * renderer.browsers * renderer.pages)
-        steady = Steady(meter, total, renderer.browsers * renderer.pages)
+        total = total or max(len(codes), WAVES * renderer.browsers * renderer.pages)
+        steady = Steady(meter, total, renderer.browsers * renderer.pages, gpu)
 
         async def one(i):
             result = await renderer.render(codes[i % len(codes)], i)
@@ -291,9 +301,9 @@ def outcome(results, steady: Steady) -> dict:
     return {"rendered": len(results) - len(failed), **steady.row(), **({"failed": failed[:5]} if failed else {})}
 
 
-def rate_row(label: str, codes: list[str], config: RenderConfig) -> dict:
-    with CpuMeter() as meter:
-        results, steady, renderer = asyncio.run(render_steady(codes, config, meter))
+def rate_row(label: str, codes: list[str], config: RenderConfig, total: int = 0) -> dict:
+    with CpuMeter() as meter, GpuMeter() as gpu:
+        results, steady, renderer = asyncio.run(render_steady(codes, config, meter, gpu, total))
     return {"way": label, "gl": renderer.gl.name, "renderer": renderer.gl.renderer, "browsers": renderer.browsers,
             "pages": renderer.pages, "sketches_per_page": config.sketches_per_page, **outcome(results, steady)}
 
@@ -311,8 +321,8 @@ def pool_row(label: str, codes: list[str], config: RenderConfig, workers: int) -
         slots = workers * config.browsers * (config.pages_per_browser or 1)
         total = max(len(codes), WAVES * slots)
         lock = threading.Lock()
-        with CpuMeter() as meter:
-            steady = Steady(meter, total, slots)
+        with CpuMeter() as meter, GpuMeter() as gpu:
+            steady = Steady(meter, total, slots, gpu)
 
             def done(_):
                 with lock:  # each worker's reader thread resolves its own futures
@@ -330,8 +340,8 @@ def prior_art_row(label: str, codes: list[str], flags: list[str], browsers: int 
     browsers = browsers or max(1, min(4, (os.cpu_count() or 1) - 2))
     total = max(len(codes), WAVES * browsers * tabs)
     work = [codes[i % len(codes)] for i in range(total)]
-    with CpuMeter() as meter:
-        steady = Steady(meter, total, browsers * tabs)
+    with CpuMeter() as meter, GpuMeter() as gpu:
+        steady = Steady(meter, total, browsers * tabs, gpu)
         ok = asyncio.run(run_prior_art(work, flags, browsers, tabs, env, steady))
     return {"way": label, "gl": "vulkan-icd" if env else "swiftshader", "browsers": browsers, "pages": tabs,
             "rendered": ok, **steady.row()}
@@ -357,6 +367,8 @@ def gpu_run(args) -> None:
     for kind, names in kinds:
         codes = [(EXAMPLES / f"{n}.js").read_text() for n in names] * args.rounds
         rows = [rate_row("salon-gpu", codes, RenderConfig(gpu="on", browsers=args.gpu_browsers))] if gpu else []
+        if gpu:  # the card's own time per painting, with nothing else on it
+            rows.append(rate_row("gpu one at a time", codes, RenderConfig(gpu="on", browsers=1), total=ALONE))
         rows.append(rate_row("salon-swiftshader", codes, RenderConfig(gpu="off", browsers=max(1, cores // 2))))
         # before pages were reused: a new context and renderer process for every sketch
         if gpu:
@@ -392,11 +404,13 @@ def gpu_run(args) -> None:
                 rows.append(rate_row(f"gpu x{n} p{p}", codes, RenderConfig(gpu="on", browsers=n, pages_per_browser=p)))
         top = max(rows, key=lambda r: r["renders_per_s"])
         print(f"\n{kind} sketches (steady state, {WAVES} renders per slot) on {report['device']}")
-        print(f"  {'way':22s} {'renders/s':>10s} {'best is':>8s} {'cores busy':>11s} {'ok':>8s}  cores by process")
+        print(f"  {'way':22s} {'renders/s':>10s} {'best is':>8s} {'cores busy':>11s} {'card':>6s} {'ms/r':>6s} {'ok':>8s}"
+              "  cores by process")
         for r in rows:
             by = " ".join(f"{k} {v:.1f}" for k, v in r["cores_by_process"].items())
+            card = f"{r['gpu_util_percent']:5.0f}% {r['gpu_busy_ms_per_render']:6.0f}" if "gpu_util_percent" in r else " " * 13
             print(f"  {r['way']:22s} {r['renders_per_s']:10.3f} {top['renders_per_s'] / r['renders_per_s']:7.2f}x "
-                  f"{r['cores_busy']:11.2f} {r['rendered']:>4d}/{r['renders']}  {by}", flush=True)
+                  f"{r['cores_busy']:11.2f} {card} {r['rendered']:>4d}/{r['renders']}  {by}", flush=True)
         report[kind] = rows
         write(args.json, report)  # after each kind, so a run cut short keeps what it measured
     if earlier:

@@ -3,7 +3,8 @@ the same way every time: repeat renders compared pixel by pixel, and heavy rende
 
     python benchmarks/probe_canvas_flags.py                        # every candidate, one JSON line each
     python benchmarks/probe_canvas_flags.py angle-vulkan,av-no-dmsaa --repeats 8
-    # results/probe_canvas_flags_h200.jsonl: its output on the H200 (--repeats 6)
+    # results/probe_canvas_flags_h200.jsonl: its output on the H200 (--repeats 6), and
+    # results/probe_canvas_flags_skia_h200.jsonl: av-no-dmsaa against the Skia variants (--repeats 3)
 
 Each candidate is registered as a GPU flag set and salon's own renderer draws on it (the
 sandbox page, 4 browsers of 2 pages, so renders overlap as they do in training). Every sketch of
@@ -36,6 +37,15 @@ CANDIDATES = {
     "av-no-dmsaa": AV + ["--disable-features=DynamicMSAA"],  # what GPU_FLAG_SETS calls vulkan-canvas
     "av-no-dmsaa-msaa0": AV + ["--disable-features=DynamicMSAA", "--msaa-sample-count=0"],
     "av-no-msaa": AV + ["--disable-features=DynamicMSAA,CanvasOopRasterization", "--msaa-sample-count=0"],
+    # With the GPU engine busy all the time at the best arrangement (nvidia-smi, 100 %), what the card
+    # does per painting decides the speed: Skia's Graphite batches a canvas's many small paths,
+    # Ganesh over ANGLE keeps one Vulkan device per GPU process, and tile raster on the CPU leaves
+    # the card to canvases and compositing. (One --enable-features switch: Chromium keeps the last.)
+    "vc-graphite": ["--use-gl=angle", "--use-angle=vulkan", "--enable-features=Vulkan,SkiaGraphite",
+                    "--ignore-gpu-blocklist", "--disable-features=DynamicMSAA"],
+    "vc-cpu-tiles": AV + ["--disable-features=DynamicMSAA", "--disable-gpu-rasterization"],
+    "av-skia-on-angle": ["--use-gl=angle", "--use-angle=vulkan", "--ignore-gpu-blocklist",
+                         "--disable-features=DynamicMSAA"],
 }
 
 

@@ -4,11 +4,13 @@ Benchmarks share a 2-core machine with whatever else runs, so "cores busy" is me
 own tree (every process below this one: the Playwright driver, the browsers, their renderer
 and GPU processes), not machine-wide. Processes exit during a run (a closed page takes its
 renderer with it), so `CpuMeter` samples every 50 ms and keeps each process's last reading.
+`GpuMeter` samples the card's utilisation (nvidia-smi) the same way, for the GPU path's rows.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -132,3 +134,41 @@ class CpuMeter:
             kind = self._kind.get(pid, "other")
             by_kind[kind] = by_kind.get(kind, 0.0) + cpu - mark.get(pid, self._start[pid])
         return by_kind
+
+
+class GpuMeter:
+    """The card's utilisation (nvidia-smi's utilization.gpu: the share of time any work of any
+    process ran on it) sampled every 100 ms while active; `mark()` and `since(mark)` give a window's
+    mean in percent. `since` is None where there is no nvidia-smi."""
+
+    def __init__(self):
+        self._samples: list[tuple[float, int]] = []
+        self._proc = None
+
+    def __enter__(self) -> GpuMeter:
+        try:
+            self._proc = subprocess.Popen(
+                ["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits", "-lms", "100"],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        except OSError:
+            return self
+        threading.Thread(target=self._read, daemon=True).start()
+        return self
+
+    def _read(self) -> None:
+        for line in self._proc.stdout:
+            first = line.split(",")[0].strip()  # the first GPU's
+            if first.isdigit():
+                self._samples.append((time.perf_counter(), int(first)))
+
+    def __exit__(self, *exc) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            self._proc.wait(10)
+
+    def mark(self) -> float:
+        return time.perf_counter()
+
+    def since(self, mark: float) -> float | None:
+        got = [u for t, u in self._samples if t >= mark]
+        return round(sum(got) / len(got), 1) if got else None
