@@ -167,7 +167,7 @@ import asyncio, json, sys, time
 sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
 shim, bench, codes_file = sys.argv[1:4]
 sys.path[:0] = [shim, bench]
-from proctree import CpuMeter, GpuMeter
+from proctree import CpuMeter
 from salon.curate import render
 assert render.__file__.startswith(shim), render.__file__
 codes = json.load(open(codes_file))

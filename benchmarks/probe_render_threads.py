@@ -26,9 +26,9 @@ from PIL import Image
 from playwright.async_api import async_playwright
 from proctree import descendants, process_kind
 
-from salon.curate.page_assets import JS_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, SCRIPT_HEADERS, SKETCH_PATH, page_assets
+from salon.curate.page_assets import HTML_CONTENT_TYPE, JS_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, SCRIPT_HEADERS, SKETCH_PATH, page_assets
 from salon.curate.render import RenderConfig, _decode_data_url, find_chromium
-from salon.curate.render_pages import BASE_CHROMIUM_ARGS
+from salon.curate.render_pages import BASE_CHROMIUM_ARGS, give_page_scripts
 from salon.curate.render_gpu import driver_env
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -77,16 +77,14 @@ async def one(b, assets, code, profile):
     ctx = await b.new_context(viewport={"width": 600, "height": 600})
     page = await ctx.new_page()
     cdp = await ctx.new_cdp_session(page)
-    await cdp.send("Page.enable")  # the page's own scripts, as render_pages.py gives them
-    for source in assets.scripts:
-        await cdp.send("Page.addScriptToEvaluateOnNewDocument", {"source": source})
+    await give_page_scripts(cdp, assets.scripts)
 
     async def route(r):
         path = r.request.url[len(PAGE_ORIGIN) :]
         if path == SKETCH_PATH:
             await r.fulfill(body=code.encode(), content_type=JS_CONTENT_TYPE, headers=SCRIPT_HEADERS)
         else:
-            await r.fulfill(body=assets.document, content_type="text/html", headers={"Content-Security-Policy": PAGE_CSP})
+            await r.fulfill(body=assets.document, content_type=HTML_CONTENT_TYPE, headers={"Content-Security-Policy": PAGE_CSP})
 
     await ctx.route("**/*", route)
     t0 = threads()

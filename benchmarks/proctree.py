@@ -138,8 +138,8 @@ class CpuMeter:
 
 class GpuMeter:
     """The card's utilisation (nvidia-smi's utilization.gpu: the share of time any work of any
-    process ran on it) sampled every 100 ms while active; `mark()` and `since(mark)` give a window's
-    mean in percent. `since` is None where there is no nvidia-smi."""
+    process ran on it) sampled every 100 ms while active; `since(t)` gives the mean in percent from
+    `time.perf_counter()` `t` on, or None where there is no nvidia-smi."""
 
     def __init__(self):
         self._samples: list[tuple[float, int]] = []
@@ -166,9 +166,6 @@ class GpuMeter:
             self._proc.terminate()
             self._proc.wait(10)
 
-    def mark(self) -> float:
-        return time.perf_counter()
-
-    def since(self, mark: float) -> float | None:
-        got = [u for t, u in self._samples if t >= mark]
+    def since(self, start: float) -> float | None:
+        got = [u for t, u in self._samples if t >= start]
         return round(sum(got) / len(got), 1) if got else None

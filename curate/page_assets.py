@@ -25,6 +25,7 @@ SKETCH_PATH = "/salon-sketch.js"
 GUARD_URL, START_URL = "/salon-guard.js", "/salon-start.js"
 _PAGE_DIR = Path(__file__).parent / "page"
 JS_CONTENT_TYPE = "text/javascript; charset=utf-8"
+HTML_CONTENT_TYPE = "text/html; charset=utf-8"
 # The page's origin is opaque (PAGE_CSP's sandbox), so the sketch's script is another origin's:
 # fetched with CORS, or the browser mutes its errors (no message, no unhandledrejection) and a
 # sketch that throws would look like one that never finishes.
@@ -76,10 +77,11 @@ def page_assets(config) -> PageAssets:
 # The page's Content Security Policy: enforced by the browser in the page and in every realm
 # it could create (an about:blank frame inherits it), whatever API the sketch reaches for. Scripts
 # only from the page's own origin (the sketch, served once: no inline code, no eval, Function or
-# string timers, no data:/blob: imports); no connection, worker, frame, plugin, image, font or media of any kind; Trusted Types, so no string becomes HTML or script; and a
-# sandbox (scripts allowed, nothing else), so the document's origin is opaque: no cookie,
-# localStorage, sessionStorage, IndexedDB, cache or lock exists for a sketch to leave anything in
-# for the next document of a reused page (render_pages.py).
+# string timers, no data:/blob: imports); no connection, worker, frame, plugin, image, font or
+# media of any kind; Trusted Types, so no string becomes HTML or script; and a sandbox (scripts
+# allowed, nothing else), so the document's origin is opaque: no cookie, localStorage,
+# sessionStorage, IndexedDB, cache or lock exists for a sketch to leave anything in for the next
+# document of a reused page (render_pages.py).
 PAGE_CSP = "; ".join([
     "default-src 'none'", "script-src 'self'", "style-src 'unsafe-inline'", "img-src 'none'",
     "connect-src 'none'", "worker-src 'none'", "frame-src 'none'", "child-src 'none'", "object-src 'none'",

@@ -43,9 +43,9 @@ from salon.pool.paint import paint_fraction
 
 # The GPU path's arrangement, measured in steady state by bench_render.py --gpu on an H200 host with
 # 16 cores (benchmarks/results/bench_render_gpu_h200.json, bench_render_gpu_arrangements_h200.json):
-# one browser of one page per core, 8.1-8.4 heavy renders/s on vulkan-canvas and the best for light
-# sketches (16.2 against 14.8 for 16x2). 16x2 was 8.9 heavy in one run; 24x1, 32x1, 8x2, 8x4, 4x4
-# and 4x8 were slower. With pages reused the path keeps about 10 of the 16 cores busy.
+# one browser of one page per core, 7.5-8.4 heavy renders/s on vulkan-canvas; 16x2 was 8.5-8.9 in two
+# runs, 24x1, 32x1, 24x2, 8x2, 8x4, 4x4 and 4x8 slower. The card is busy all the time there (about
+# 120 ms per heavy painting, as much as one painting alone needs), so more pages only queue.
 GPU_PAGES = 1
 
 
@@ -69,8 +69,8 @@ class RenderConfig:
     gl: str = ""  # GPU flag set (render_gpu.GPU_FLAG_SETS): "" = the first that draws; vulkan-icd = exact repeats, 2D on the CPU
     # Sketches one page renders in turn, each in a new document, while each finishes with no
     # violation and no refusal; 1 = a new browser context and renderer process for every sketch.
-    # A new context costs about three times the CPU of a new document (process start-up, p5 and
-    # p5.brush compiled afresh), and the GPU path is CPU-bound.
+    # A new context costs about three times the CPU of a new document (process start-up); on the
+    # H200 reuse took the GPU path from 5.1 to 8.3 heavy renders/s (bench_render_gpu_h200.json).
     sketches_per_page: int = 50
 
     def __post_init__(self):

@@ -22,7 +22,7 @@ import os
 import time
 
 from salon.curate.isolation import BROWSER_NETWORK_ARGS
-from salon.curate.page_assets import JS_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, SCRIPT_HEADERS, SKETCH_PATH
+from salon.curate.page_assets import HTML_CONTENT_TYPE, JS_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, SCRIPT_HEADERS, SKETCH_PATH
 from salon.curate.render_gpu import driver_env
 
 # Every browser gets these; the GL path (render_gpu.py) adds its own: `--disable-gpu` for SwiftShader.
@@ -36,6 +36,14 @@ BASE_CHROMIUM_ARGS = [
     "--disable-back-forward-cache",
     *BROWSER_NETWORK_ARGS,
 ]
+
+
+async def give_page_scripts(cdp, scripts: tuple[str, ...]) -> None:
+    """The page's own scripts (page_assets.PageAssets.scripts), once per page: the browser runs them
+    in every new document of it, in this order, before anything of the document's own."""
+    await cdp.send("Page.enable")  # the scripts are the Page domain's, dropped if it is disabled
+    for source in scripts:
+        await cdp.send("Page.addScriptToEvaluateOnNewDocument", {"source": source})
 
 
 class SandboxPage:
@@ -110,7 +118,7 @@ class SandboxBrowser:
             if path not in sp.served and (path == "/" or (path == SKETCH_PATH and sp.sketch is not None)):
                 sp.served.add(path)
                 if path == "/":
-                    await route.fulfill(body=assets.document, content_type="text/html; charset=utf-8",
+                    await route.fulfill(body=assets.document, content_type=HTML_CONTENT_TYPE,
                                         headers={"Content-Security-Policy": PAGE_CSP})
                 else:
                     await route.fulfill(body=sp.sketch.encode("utf-8", "replace"), content_type=JS_CONTENT_TYPE,
@@ -140,11 +148,7 @@ class SandboxBrowser:
         page.on("framenavigated", lambda f: sp.refuse(f"navigation to {f.url[:120]}") if f == page.main_frame else None)
         try:
             sp.cdp = await context.new_cdp_session(page)
-            # The page's own scripts, once per page: the browser runs them in every new document
-            # of it, in this order, before anything of the document's own (page_assets.py).
-            await sp.cdp.send("Page.enable")  # the scripts are the Page domain's, dropped if it is disabled
-            for source in assets.scripts:
-                await sp.cdp.send("Page.addScriptToEvaluateOnNewDocument", {"source": source})
+            await give_page_scripts(sp.cdp, assets.scripts)
             await self._load(sp)
         except BaseException:
             await sp.close()
