@@ -66,7 +66,7 @@ def run_generate(args) -> int:
 
     from salon.curate.backends import BackendConfig
     from salon.curate.generate import GenerateConfig, generate_async
-    from salon.curate.render import RenderConfig, Renderer
+    from salon.curate.sandbox.render import RenderConfig, Renderer
 
     config = GenerateConfig(
         subject=args.subject, models=args.models, n=args.n, pool=_pool_dir(args),

@@ -41,8 +41,8 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from salon.apps.net import refuses_open_host
-    from salon.curate.render import RenderConfig
-    from salon.curate.render_backend import BackendConfig
+    from salon.curate.sandbox.render import RenderConfig
+    from salon.curate.sandbox.backend import BackendConfig
     from salon.train.env_paint import EnvConfig
     from salon.train.env_server import ENV_NAME, serve
 

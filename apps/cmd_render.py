@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from salon.curate.render_gpu import GPU_FLAG_SETS, GPU_MODES
+from salon.curate.sandbox.gpu import GPU_FLAG_SETS, GPU_MODES
 
 DEFAULT_OUT = "salon-renders"
 
@@ -54,7 +54,7 @@ def read_sketch(path: Path) -> str | None:
 
 
 def run(args) -> int:
-    from salon.curate.render import RenderConfig, Renderer, RenderResult
+    from salon.curate.sandbox.render import RenderConfig, Renderer, RenderResult
     from salon.pool.errors import SetupError
 
     config = RenderConfig(size=args.size, timeout_s=args.timeout, browsers=args.browsers, gpu=args.gpu, gl=args.gl)
@@ -92,8 +92,8 @@ def run(args) -> int:
 
 
 def _run_ray(args, config, paths, stems, out_dir: Path) -> int:
-    """The same inputs and output, rendered by a pool of Ray actors (salon.curate.render_ray)."""
-    from salon.curate.render_backend import BackendConfig, open_backend
+    """The same inputs and output, rendered by a pool of Ray actors (salon.curate.sandbox.ray_pool)."""
+    from salon.curate.sandbox.backend import BackendConfig, open_backend
 
     if not args.browsers:
         config.browsers = 1  # each actor reserves two CPUs: one browser keeps them busy

@@ -28,7 +28,7 @@ async def main(n: int, browsers: int, repeat: int) -> None:
 
     from salon.curate.backends import BackendConfig
     from salon.curate.generate import GenerateConfig, generate_async
-    from salon.curate.render import RenderConfig, Renderer
+    from salon.curate.sandbox.render import RenderConfig, Renderer
 
     sketches = [p.read_text() for p in sorted((ROOT / "curate" / "examples").glob("*.js"))]
     pairs = [(sketches[i % len(sketches)], i) for i in range(n)]

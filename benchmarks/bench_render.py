@@ -23,7 +23,7 @@ seconds from /proc over wall seconds), for light and heavy sketches separately. 
 the machine slows every way alike; run it on a quiet machine for absolute numbers.
 
 On a GPU node (`--gpu`), two more ways run on the same sketches, and the run is written as JSON:
-  salon-gpu        RenderConfig(gpu="on"): WebGL on the node's NVIDIA GPU (curate/render_gpu.py)
+  salon-gpu        RenderConfig(gpu="on"): WebGL on the node's NVIDIA GPU (curate/sandbox/gpu.py)
   salon            stays RenderConfig(gpu="off"): SwiftShader on the node's cores
 Each arrangement renders WAVES (4) x its slots (browsers x pages) sketches and is measured in
 steady state: renders/s and CPU between the first and the last full wave, the CPU split by
@@ -64,9 +64,10 @@ from pathlib import Path
 
 from gpu_render_checks import fidelity, interference, same_seed
 from proctree import CpuMeter, GpuMeter
-from salon.curate.page_assets import find_node_modules
-from salon.curate.render import Renderer, RenderConfig, find_chromium
-from salon.curate.render_gpu import GPU_FLAG_SETS, driver_env
+from salon.curate.sandbox.assets import find_node_modules
+from salon.curate.sandbox.chromium import find_chromium
+from salon.curate.sandbox.render import Renderer, RenderConfig
+from salon.curate.sandbox.gpu import GPU_FLAG_SETS, driver_env
 from salon.pool.errors import SetupError
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "curate" / "examples"

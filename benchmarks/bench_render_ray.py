@@ -46,8 +46,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from proctree import cpu_seconds, descendants  # noqa: E402
 
-from salon.curate.render import RenderConfig  # noqa: E402
-from salon.curate.render_backend import LocalRenderBackend  # noqa: E402
+from salon.curate.sandbox.render import RenderConfig  # noqa: E402
+from salon.curate.sandbox.backend import LocalRenderBackend  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "curate" / "examples"
 STEP_GPU_S = 120 + 1.4 + 1.3
@@ -110,7 +110,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     import ray
 
-    from salon.curate.render_ray import RayRenderPool
+    from salon.curate.sandbox.ray_pool import RayRenderPool
 
     items = sketches(a.renders)
     rows = []

@@ -67,7 +67,7 @@ NUM_GENERATIONS = 8
 
 
 def render_references(folder: Path, gpu: str) -> Path:
-    from salon.curate.render import RenderConfig, render_sketches
+    from salon.curate.sandbox.render import RenderConfig, render_sketches
 
     names = [(tier, n) for tier, ns in REFERENCE_SKETCHES.items() for n in ns]
     results = render_sketches([(EXAMPLES / f"{n}.js").read_text() for _, n in names], seeds=0,

@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from salon.curate.render import Renderer, RenderConfig
+from salon.curate.sandbox.render import Renderer, RenderConfig
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "curate" / "examples"
 

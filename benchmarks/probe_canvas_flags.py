@@ -26,8 +26,8 @@ import json
 from bench_render import EXAMPLES, HEAVY, LIGHT, rate_row
 from gpu_render_checks import gaps
 
-from salon.curate.render import Renderer, RenderConfig
-from salon.curate.render_gpu import GPU_FLAG_SETS
+from salon.curate.sandbox.render import Renderer, RenderConfig
+from salon.curate.sandbox.gpu import GPU_FLAG_SETS
 from salon.pool.errors import SetupError
 
 AV = ["--use-gl=angle", "--use-angle=vulkan", "--enable-features=Vulkan", "--ignore-gpu-blocklist"]

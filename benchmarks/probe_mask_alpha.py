@@ -18,8 +18,7 @@ import json
 
 from playwright.async_api import async_playwright
 
-from salon.curate.render import find_chromium
-from salon.curate.render_pages import BASE_CHROMIUM_ARGS
+from salon.curate.sandbox.chromium import BASE_CHROMIUM_ARGS, find_chromium
 
 WAYS = {
     "cpu canvas": ["--disable-gpu"],

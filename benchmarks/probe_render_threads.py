@@ -26,10 +26,11 @@ from PIL import Image
 from playwright.async_api import async_playwright
 from proctree import descendants, process_kind
 
-from salon.curate.page_assets import HTML_CONTENT_TYPE, JS_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, SCRIPT_HEADERS, SKETCH_PATH, page_assets
-from salon.curate.render import RenderConfig, _decode_data_url, find_chromium
-from salon.curate.render_pages import BASE_CHROMIUM_ARGS, give_page_scripts
-from salon.curate.render_gpu import driver_env
+from salon.curate.sandbox.assets import HTML_CONTENT_TYPE, JS_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, SCRIPT_HEADERS, SKETCH_PATH, page_assets
+from salon.curate.sandbox.chromium import BASE_CHROMIUM_ARGS, find_chromium
+from salon.curate.sandbox.pages import give_page_scripts
+from salon.curate.sandbox.render import RenderConfig, _decode_data_url
+from salon.curate.sandbox.gpu import driver_env
 
 TICK = os.sysconf("SC_CLK_TCK")
 EX = Path(__file__).resolve().parent.parent / "curate" / "examples"

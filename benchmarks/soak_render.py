@@ -22,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 from proctree import tree_pss_mb
-from salon.curate.render import Renderer, RenderConfig
+from salon.curate.sandbox.render import Renderer, RenderConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = ["hibiscus_02_five_petals", "hibiscus_03_layered", "jellyfish_01_bell", "still_02_teacup",

@@ -133,7 +133,7 @@ async def generate_async(config: GenerateConfig, renderer=None) -> Report:
             run = _Run(config, subject, guides, painters, critic, pool)
             async with contextlib.AsyncExitStack() as stack:
                 if renderer is None:
-                    from salon.curate.render import Renderer, RenderConfig
+                    from salon.curate.sandbox.render import Renderer, RenderConfig
 
                     renderer = await stack.enter_async_context(Renderer(RenderConfig()))
                 await run.execute(renderer)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from salon.curate.extract import extract_code
-from salon.curate.render import render_sketches
+from salon.curate.sandbox.render import render_sketches
 from salon.pool.errors import PoolError, SalonError
 from salon.pool.models import Candidate, GuidePhoto
 

@@ -33,7 +33,7 @@ SUBJECT = "peach hibiscus"
 
 @pytest.fixture(scope="module")
 async def renderer():
-    from salon.curate.render import RenderConfig, Renderer
+    from salon.curate.sandbox.render import RenderConfig, Renderer
 
     async with Renderer(RenderConfig(browsers=1)) as r:
         yield r

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from salon.curate import gate
+from salon.curate.sandbox import gate
 from salon.curate.prompts import (ALLOWED_BRUSH_METHODS, PROMPT_VERSION, SYSTEM_PROMPT, Subject,
                                   SubjectBook, paint_messages, revise_messages)
 from salon.curate.refine import clean_critique

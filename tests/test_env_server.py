@@ -17,7 +17,7 @@ pytest.importorskip("openenv")
 
 from env_support import env_server  # noqa: E402
 
-from salon.curate.render import RenderConfig  # noqa: E402
+from salon.curate.sandbox.render import RenderConfig  # noqa: E402
 from salon.train.env_client import EnvRenderBackend, PaintEnvClient  # noqa: E402
 from salon.train.env_paint import EnvConfig  # noqa: E402
 

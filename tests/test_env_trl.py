@@ -10,7 +10,7 @@ pytest.importorskip("trl")
 
 from env_support import env_server  # noqa: E402
 
-from salon.curate.render import RenderConfig  # noqa: E402
+from salon.curate.sandbox.render import RenderConfig  # noqa: E402
 from salon.train.env_paint import EnvConfig  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

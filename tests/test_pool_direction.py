@@ -28,8 +28,8 @@ def imported_modules(source: str) -> set[str]:
 
 
 def test_the_scan_sees_lazy_imports():
-    source = "def f():\n    from salon.curate.render import render_sketches\n"
-    assert "salon.curate.render" in imported_modules(source)
+    source = "def f():\n    from salon.curate.sandbox.render import render_sketches\n"
+    assert "salon.curate.sandbox.render" in imported_modules(source)
 
 
 def test_pool_imports_nothing_above_it():

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from salon.curate.gate import verdict
+from salon.curate.sandbox.gate import verdict
 from salon.judges.image_judges import composition, paint_fraction as judge_paint_fraction
 from salon.pool.paint import BLANK_FRACTION, paint_fraction
 from salon.train.audit import batch_stats

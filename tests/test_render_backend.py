@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from salon.curate.render import RenderConfig, render_sketches
-from salon.curate.render_backend import BackendConfig, LocalRenderBackend, RenderBackend, open_backend
+from salon.curate.sandbox.render import RenderConfig, render_sketches
+from salon.curate.sandbox.backend import BackendConfig, LocalRenderBackend, RenderBackend, open_backend
 from salon.pool.errors import ConfigError
 
 pytestmark = pytest.mark.browser

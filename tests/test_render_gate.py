@@ -2,7 +2,7 @@
 
 import pytest
 
-from salon.curate import gate
+from salon.curate.sandbox import gate
 from render_support import EXAMPLES
 
 SKELETON = """function setup() {{

@@ -16,8 +16,8 @@ import subprocess
 import pytest
 
 from render_support import HOSTILE, SAME_IMAGE_MAX_PIXEL_SHARE, differing_share, example
-from salon.curate.render import Renderer, RenderConfig
-from salon.curate.render_gpu import nvidia_present
+from salon.curate.sandbox.render import Renderer, RenderConfig
+from salon.curate.sandbox.gpu import nvidia_present
 from salon.pool.errors import ConfigError, SetupError
 
 pytestmark = pytest.mark.browser
@@ -73,7 +73,7 @@ async def test_gpu_on_without_a_gpu_refuses_with_what_to_do():
 async def test_a_named_flag_set_is_the_only_one_tried(monkeypatch):
     """RenderConfig.gl: the probe starts that flag set's browser alone (a GPU host is faked, so on a
     CPU machine the named set fails as SwiftShader and auto falls back, naming only it)."""
-    from salon.curate import render_gpu
+    from salon.curate.sandbox import gpu as render_gpu
 
     tried = []
     real = render_gpu.probe_one
@@ -92,7 +92,7 @@ async def test_a_named_flag_set_is_the_only_one_tried(monkeypatch):
 
 
 def test_static_gate_flags_shaders_of_the_sketch_own():
-    from salon.curate import gate
+    from salon.curate.sandbox import gate
 
     assert "bare_primitives" in gate.static_violations((HOSTILE / "gpu_shader_loop.js").read_text())
 

@@ -13,8 +13,9 @@ import asyncio
 import pytest
 
 from render_support import HOSTILE, RecordingServer
-from salon.curate.isolation import BROWSER_FLAGS, BROWSER_NETWORK_ARGS, NETNS, _unshare_command, resolve_isolation
-from salon.curate.render import Renderer, RenderConfig, find_chromium
+from salon.curate.sandbox.chromium import BROWSER_NETWORK_ARGS, find_chromium
+from salon.curate.sandbox.isolation import BROWSER_FLAGS, NETNS, _unshare_command, resolve_isolation
+from salon.curate.sandbox.render import Renderer, RenderConfig
 from salon.pool.errors import ConfigError
 
 pytestmark = pytest.mark.browser

@@ -16,8 +16,8 @@ import pytest
 
 pytest.importorskip("ray")
 
-from salon.curate.render import RenderConfig, render_sketches  # noqa: E402
-from salon.curate.render_ray import RayRenderPool  # noqa: E402
+from salon.curate.sandbox.render import RenderConfig, render_sketches  # noqa: E402
+from salon.curate.sandbox.ray_pool import RayRenderPool  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -10,9 +10,9 @@ import pytest
 from playwright.async_api import Route
 
 from render_support import HOSTILE, SAME_IMAGE_MAX_PIXEL_SHARE, differing_share, example
-from salon.curate import render_pages
-from salon.curate.page_assets import PAGE_ORIGIN, SKETCH_PATH
-from salon.curate.render import Renderer, RenderConfig
+from salon.curate.sandbox import pages as render_pages
+from salon.curate.sandbox.assets import PAGE_ORIGIN, SKETCH_PATH
+from salon.curate.sandbox.render import Renderer, RenderConfig
 from salon.pool.errors import ConfigError
 
 pytestmark = pytest.mark.browser

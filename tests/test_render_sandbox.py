@@ -9,8 +9,8 @@ import signal
 import pytest
 
 from render_support import HOSTILE, SAME_IMAGE_MAX_PIXEL_SHARE, RecordingServer, differing_share, example
-from salon.curate import gate
-from salon.curate.render import Renderer, RenderConfig
+from salon.curate.sandbox import gate
+from salon.curate.sandbox.render import Renderer, RenderConfig
 
 pytestmark = pytest.mark.browser
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from salon.curate.render import RenderConfig
-from salon.curate.render_gpu import GPU_FLAG_SETS
+from salon.curate.sandbox.render import RenderConfig
+from salon.curate.sandbox.gpu import GPU_FLAG_SETS
 from salon.judges.references import load_references
 from salon.train.archive import RolloutArchive, load_rollouts
 from salon.train.config import RewardSettings
@@ -193,7 +193,7 @@ def test_groups_are_scored_as_their_renders_finish_and_the_wait_is_counted_block
     checks, not millions)."""
     import threading
 
-    from salon.curate.render import RenderResult
+    from salon.curate.sandbox.render import RenderResult
     from salon.train import reward as reward_module
 
     samples = [dataclasses.replace(s, group=g) for s, g in zip(

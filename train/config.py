@@ -21,7 +21,7 @@ import importlib.util
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from salon.curate.render_gpu import GPU_FLAG_SETS, GPU_MODES
+from salon.curate.sandbox.gpu import GPU_FLAG_SETS, GPU_MODES
 from salon.pool.errors import ConfigError
 
 GENERATION_ENGINES = ("transformers", "compiled", "continuous_batching", "vllm_server", "vllm_colocate")
@@ -291,7 +291,7 @@ class RenderSettings:
     browsers: int = 0  # local: per worker, 0 = one per two cores; ray: per actor, 0 = one per two reserved CPUs
     timeout_s: float = 45.0
     prefetch: bool = True  # start rendering as soon as generation returns, before TRL's logprob passes
-    gpu: str = "auto"  # WebGL on the node's GPU when Chromium can draw there, else SwiftShader (salon.curate.render_gpu)
+    gpu: str = "auto"  # WebGL on the node's GPU when Chromium can draw there, else SwiftShader (salon.curate.sandbox.gpu)
     gl: str = ""  # the GPU flag set: "" = the first that draws (vulkan-canvas); vulkan-icd = exact repeats, 2D on the CPU
     ray_address: str = "local"  # ray: local (a private cluster on this machine), auto, host:6379, ray://host:10001
     actors: int = 0  # ray: render actors; 0 = one per `cpus_per_actor` cluster CPUs

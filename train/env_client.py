@@ -5,7 +5,7 @@ through a remote environment (so a trainer can use a Space's browsers instead of
         first = env.reset(seed=7, subject="koi")             # PaintObservation: prompt, references
         done = env.step("```javascript ... ```")             # PaintObservation: reward, components, PNG
 
-    backend = EnvRenderBackend("http://127.0.0.1:8000", sessions=4)   # salon.curate.render_backend
+    backend = EnvRenderBackend("http://127.0.0.1:8000", sessions=4)   # salon.curate.sandbox.backend
     backend.submit(code, seed).result()                      # RenderResult, like a local render
 
 Both ride on OpenEnv's own `GenericEnvClient` (its websocket protocol, reconnects, capacity
@@ -19,8 +19,8 @@ import base64
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from salon.curate.render import RenderResult
-from salon.curate.render_backend import render_many, resolve
+from salon.curate.sandbox.render import RenderResult
+from salon.curate.sandbox.backend import render_many, resolve
 from salon.train.env_models import PaintAction, PaintObservation
 
 

@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 
-from salon.curate import gate
+from salon.curate.sandbox import gate
 from salon.curate.extract import extract_code
 from salon.curate.prompts import PROMPT_VERSION, SubjectBook, paint_messages
-from salon.curate.render import RenderConfig, RenderResult
-from salon.curate.render_backend import BackendConfig, open_backend
+from salon.curate.sandbox.render import RenderConfig, RenderResult
+from salon.curate.sandbox.backend import BackendConfig, open_backend
 from salon.judges.winrate import draw_references, group_seed, judge_group
 from salon.pool.errors import ConfigError
 from salon.train.config import RewardSettings

@@ -51,7 +51,7 @@ def app_from_environment():
     the config comes from SALON_ENV_* variables (JUDGE, JUDGE_MODEL, REFS, MAX_SESSIONS, RAY)."""
     import os
 
-    from salon.curate.render_backend import BackendConfig
+    from salon.curate.sandbox.backend import BackendConfig
 
     ray = os.environ.get("SALON_ENV_RAY")
     config = EnvConfig(judge=os.environ.get("SALON_ENV_JUDGE", "paint_fraction"),

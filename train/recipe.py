@@ -136,7 +136,7 @@ def build_render_backend(cfg: TrainConfig, processes: int = 1):
     """The reward's renderer as cfg.render.backend says; anything with submit(code, seed) ->
     Future[RenderResult] and close(). Ray actors come up here (a local cluster starts); local worker
     processes and environment sessions start on first use (or `start()`)."""
-    from salon.curate.render import RenderConfig
+    from salon.curate.sandbox.render import RenderConfig
 
     r = cfg.render
     check_render_backend(cfg, processes)
@@ -145,7 +145,7 @@ def build_render_backend(cfg: TrainConfig, processes: int = 1):
 
         return EnvRenderBackend(r.env_url, sessions=r.env_sessions)
     if r.backend == "ray":  # the same pool `salon render --ray` and `salon env serve --ray` open
-        from salon.curate.render_backend import BackendConfig, open_backend
+        from salon.curate.sandbox.backend import BackendConfig, open_backend
 
         # browsers=0 means one per two cores of the *node*; an actor only owns its reserved CPUs
         browsers = r.browsers or max(1, int(r.cpus_per_actor // 2))

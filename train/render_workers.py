@@ -24,8 +24,8 @@ import queue
 import threading
 from concurrent.futures import Future
 
-from salon.curate.render import RenderConfig, RenderResult
-from salon.curate.render_backend import resolve, watchdog
+from salon.curate.sandbox.render import RenderConfig, RenderResult
+from salon.curate.sandbox.backend import resolve, watchdog
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ def _worker_main(config: RenderConfig, requests, results) -> None:
     """Worker process: one asyncio loop, one Renderer, requests rendered concurrently."""
     import asyncio
 
-    from salon.curate.render import Renderer
+    from salon.curate.sandbox.render import Renderer
 
     async def serve():
         loop = asyncio.get_running_loop()

@@ -34,8 +34,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from datetime import datetime, timezone
 from typing import Protocol, Sequence
 
-from salon.curate import gate
-from salon.curate.render import RenderResult
+from salon.curate.sandbox import gate
+from salon.curate.sandbox.render import RenderResult
 from salon.train.recorder import Recorder
 from salon.train.rollout import Planner, Rollout, Sample, completion_text
 from salon.train.scoring import Scored, Scorer

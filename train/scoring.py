@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from PIL import Image
 
-from salon.curate.render import RenderResult
+from salon.curate.sandbox.render import RenderResult
 from salon.judges.references import ReferenceSet
 from salon.judges.verdict import Rating
 from salon.judges.winrate import ReferenceDraw, draw_references, group_seed, judge_group

@@ -2,7 +2,7 @@
 
     salon render examples/*.js --json          # the command line (salon.apps.cmd_render)
 
-    from salon.curate.render import Renderer, RenderConfig, render_sketches
+    from salon.curate.sandbox.render import Renderer, RenderConfig, render_sketches
     async with Renderer(RenderConfig()) as renderer:
         result = await renderer.render(code, seed=0)
     results = render_sketches([code_a, code_b], seeds=0)          # sync helper
@@ -12,7 +12,7 @@ so parallelism comes from browsers, not pages; one render already keeps about 1.
 so the default is one browser per two cores), each in a network namespace of its own
 (isolation.py). Every sketch gets a fresh document, served with a Content Security Policy that
 holds in every realm and makes the document's origin opaque, so no storage exists to leave
-anything in (page_assets.py). A page (browser context and renderer process: render_pages.py)
+anything in (assets.py). A page (browser context and renderer process: pages.py)
 whose sketch finished with no violation and nothing refused serves the next sketch in a new
 document, its history reset (`sketches_per_page`); any other sketch's page is closed with its
 process. Pages are pre-warmed (p5 and p5.brush already parsed: the browser runs the page's
@@ -33,11 +33,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from salon.curate import gate
-from salon.curate.page_assets import page_assets
-from salon.curate.isolation import ISOLATION_MODES, Isolation, resolve_isolation
-from salon.curate.render_pages import BASE_CHROMIUM_ARGS, SandboxBrowser
-from salon.curate.render_gpu import GPU_FLAG_SETS, GPU_MODES, GLPath, choose_gl_path
+from salon.curate.sandbox import gate
+from salon.curate.sandbox.assets import page_assets
+from salon.curate.sandbox.isolation import ISOLATION_MODES, Isolation, resolve_isolation
+from salon.curate.sandbox.chromium import BASE_CHROMIUM_ARGS, find_chromium
+from salon.curate.sandbox.pages import SandboxBrowser
+from salon.curate.sandbox.gpu import GPU_FLAG_SETS, GPU_MODES, GLPath, choose_gl_path
 from salon.pool.errors import ConfigError, SetupError
 from salon.pool.paint import paint_fraction
 
@@ -63,10 +64,10 @@ class RenderConfig:
     render_rejects: bool = False  # render sketches the static gate already rejected
     chromium: str = ""  # path; default $SALON_CHROMIUM, then chromium on PATH
     node_modules: str = ""  # where p5 and p5.brush live; default $SALON_NODE_MODULES, then ./node_modules
-    gpu: str = "auto"  # auto: the node's GPU when Chromium can draw on it, else SwiftShader; on; off (render_gpu.py)
+    gpu: str = "auto"  # auto: the node's GPU when Chromium can draw on it, else SwiftShader; on; off (gpu.py)
     gpu_memory_mb: int = 1024  # WebGL bytes one sketch may hold (textures, buffers, drawing buffers): the card is shared
     isolation: str = "auto"  # auto: a network namespace where one can be made, else browser flags; netns; browser-flags
-    gl: str = ""  # GPU flag set (render_gpu.GPU_FLAG_SETS): "" = the first that draws; vulkan-icd = exact repeats, 2D on the CPU
+    gl: str = ""  # GPU flag set (gpu.GPU_FLAG_SETS): "" = the first that draws; vulkan-icd = exact repeats, 2D on the CPU
     # Sketches one page renders in turn, each in a new document, while each finishes with no
     # violation and no refusal; 1 = a new browser context and renderer process for every sketch.
     # A new context costs about three times the CPU of a new document (process start-up); on the
@@ -129,22 +130,6 @@ class RenderResult:
     @classmethod
     def infra(cls, reason: str, render_ms: int = 0) -> RenderResult:
         return cls(ok=False, unavailable=True, render_ms=render_ms, js_errors=[reason])
-
-
-# --- assets -------------------------------------------------------------------------------
-
-
-def find_chromium(explicit: str = "") -> str | None:
-    """A Chromium binary, or None to let Playwright use a browser it manages itself."""
-    for c in (explicit, os.environ.get("SALON_CHROMIUM", "")):
-        if c:
-            if not Path(c).is_file():
-                raise SetupError(f"Chromium not found at {c}")
-            return c
-    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
-        if path := shutil.which(name):
-            return path
-    return None
 
 
 class Renderer:

@@ -6,7 +6,7 @@ not hide a `fetch`). What static checks cannot see (`window['fe'+'tch']`, `(0, e
 `globalThis[...]`) is caught by the page guard (`page/guard.js`) at run time and reported
 with the same codes. `verdict()` merges both into the list a RenderResult carries.
 
-    python -m salon.curate.gate sketch.js      # print the static violations of one file
+    python -m salon.curate.sandbox.gate sketch.js      # print the static violations of one file
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Which GL path Chromium draws WebGL on: the node's GPU, or SwiftShader on its CPUs.
 
-    python -m salon.curate.render_gpu [--chromium PATH] [--json]   # what this host has, and each flag set's outcome
+    python -m salon.curate.sandbox.gpu [--chromium PATH] [--json]   # what this host has, and each flag set's outcome
     RenderConfig(gpu="auto")    # probe once at start-up, fall back to SwiftShader (the default)
     RenderConfig(gpu="on")      # the GPU or a SetupError that says what is missing
     RenderConfig(gpu="off")     # SwiftShader, as on a machine without a GPU
@@ -243,8 +243,8 @@ async def choose_gl_path(mode: str, playwright, chromium: str | None, base_args:
         missing = await asyncio.to_thread(missing_for_gpu, binary or chromium)
         raise SetupError("render.gpu=on, but Chromium could not draw WebGL on the GPU. "
                          + ("Missing: " + "; ".join(missing) + ". " if missing else "")
-                         + "Tried " + "; ".join(tried) + ". `python -m salon.curate.render_gpu` shows each attempt")
-    log.warning("render: GPU path unavailable (%s); WebGL on SwiftShader. `python -m salon.curate.render_gpu` "
+                         + "Tried " + "; ".join(tried) + ". `python -m salon.curate.sandbox.gpu` shows each attempt")
+    log.warning("render: GPU path unavailable (%s); WebGL on SwiftShader. `python -m salon.curate.sandbox.gpu` "
                 "shows the GPU process's errors", "; ".join(tried))
     _chosen[key] = swiftshader_path()
     return _chosen[key]
@@ -253,10 +253,9 @@ async def choose_gl_path(mode: str, playwright, chromium: str | None, base_args:
 def main(argv: list[str] | None = None) -> int:
     from playwright.async_api import async_playwright
 
-    from salon.curate.render import find_chromium
-    from salon.curate.render_pages import BASE_CHROMIUM_ARGS
+    from salon.curate.sandbox.chromium import BASE_CHROMIUM_ARGS, find_chromium
 
-    ap = argparse.ArgumentParser(prog="python -m salon.curate.render_gpu", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m salon.curate.sandbox.gpu", description=__doc__.split("\n\n")[0])
     ap.add_argument("--chromium", default="", help="Chromium binary (default $SALON_CHROMIUM, then PATH)")
     ap.add_argument("--json", action="store_true", help="one JSON object per flag set")
     args = ap.parse_args(argv)

@@ -35,8 +35,8 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from salon.curate.render import RenderConfig, RenderResult
-from salon.curate.render_backend import render_many, resolve, watchdog
+from salon.curate.sandbox.render import RenderConfig, RenderResult
+from salon.curate.sandbox.backend import render_many, resolve, watchdog
 from salon.pool.errors import ConfigError, SetupError
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ class RenderActor:
     async def _ensure(self) -> None:
         import asyncio
 
-        from salon.curate.render import Renderer
+        from salon.curate.sandbox.render import Renderer
 
         if self.renderer is not None or self.failed:
             return

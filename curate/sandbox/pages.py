@@ -8,9 +8,9 @@ A page is a browser context of its own (renderer process, storage, routing) hold
 at a time. Each sketch gets a new document; the page that held it serves the next sketch only when
 the sketch finished with no violation and nothing refused, up to RenderConfig.sketches_per_page,
 and is closed with its process otherwise. What could outlive a document is taken away by
-construction: the origin is opaque (page_assets.PAGE_CSP's sandbox: no storage of any kind), the
+construction: the origin is opaque (assets.PAGE_CSP's sandbox: no storage of any kind), the
 history is reset to the one document, the back-forward cache is off, and the guard empties
-window.name before anything else runs. The page's own scripts (page_assets.py) are the browser's
+window.name before anything else runs. The page's own scripts (assets.py) are the browser's
 to run in every new document, given once per page; every request but the empty document and the
 sketch, each served once, is refused, and reported when the document is the sketch's.
 """
@@ -21,25 +21,12 @@ import asyncio
 import os
 import time
 
-from salon.curate.isolation import BROWSER_NETWORK_ARGS
-from salon.curate.page_assets import HTML_CONTENT_TYPE, JS_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, SCRIPT_HEADERS, SKETCH_PATH
-from salon.curate.render_gpu import driver_env
-
-# Every browser gets these; the GL path (render_gpu.py) adds its own: `--disable-gpu` for SwiftShader.
-BASE_CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-dev-shm-usage", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-    "--disable-extensions", "--mute-audio", "--disable-breakpad", "--disable-renderer-backgrounding",
-    "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows",
-    "--js-flags=--max-old-space-size=1024",
-    # A reused page's earlier documents must never come back (history.back() into a cached one).
-    "--disable-back-forward-cache",
-    *BROWSER_NETWORK_ARGS,
-]
-
+from salon.curate.sandbox.chromium import BASE_CHROMIUM_ARGS
+from salon.curate.sandbox.assets import HTML_CONTENT_TYPE, JS_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, SCRIPT_HEADERS, SKETCH_PATH
+from salon.curate.sandbox.gpu import driver_env
 
 async def give_page_scripts(cdp, scripts: tuple[str, ...]) -> None:
-    """The page's own scripts (page_assets.PageAssets.scripts), once per page: the browser runs them
+    """The page's own scripts (assets.PageAssets.scripts), once per page: the browser runs them
     in every new document of it, in this order, before anything of the document's own."""
     await cdp.send("Page.enable")  # the scripts are the Page domain's, dropped if it is disabled
     for source in scripts:

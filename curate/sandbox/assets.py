@@ -5,7 +5,7 @@
 
 The page's own scripts are the guard (page/guard.js, first, before anything else can run), p5,
 p5.brush and the start script (page/start.js). The browser keeps them, given once per page
-(render_pages.py), and runs them in that order in every new document before the document's own
+(pages.py), and runs them in that order in every new document before the document's own
 content: nothing else crosses from salon to the browser per sketch but an empty document and the
 sketch, served once each, as "/" and SKETCH_PATH. Every other request is refused.
 """
@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from salon.curate import gate
+from salon.curate.sandbox import gate
 from salon.pool.errors import SetupError
 
 PAGE_ORIGIN = "http://salon.sandbox"
@@ -34,7 +34,7 @@ SCRIPT_HEADERS = {"Access-Control-Allow-Origin": "*"}
 
 def find_node_modules(explicit: str = "") -> Path:
     candidates = [explicit, os.environ.get("SALON_NODE_MODULES", ""), "node_modules",
-                  str(Path(__file__).resolve().parent.parent / "node_modules")]
+                  str(Path(__file__).resolve().parents[2] / "node_modules")]
     for c in filter(None, candidates):
         p = Path(c)
         if (p / "p5/lib/p5.min.js").is_file() and (p / "p5.brush/dist/p5.brush.js").is_file():
@@ -81,7 +81,7 @@ def page_assets(config) -> PageAssets:
 # media of any kind; Trusted Types, so no string becomes HTML or script; and a sandbox (scripts
 # allowed, nothing else), so the document's origin is opaque: no cookie, localStorage,
 # sessionStorage, IndexedDB, cache or lock exists for a sketch to leave anything in for the next
-# document of a reused page (render_pages.py).
+# document of a reused page (pages.py).
 PAGE_CSP = "; ".join([
     "default-src 'none'", "script-src 'self'", "style-src 'unsafe-inline'", "img-src 'none'",
     "connect-src 'none'", "worker-src 'none'", "frame-src 'none'", "child-src 'none'", "object-src 'none'",

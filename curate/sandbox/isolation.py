@@ -1,6 +1,6 @@
 """How the render browsers are kept off the network: a network namespace, or browser settings.
 
-    python -m salon.curate.isolation        # print which isolation this machine gives, and why
+    python -m salon.curate.sandbox.isolation        # print which isolation this machine gives, and why
 
 The page guard and the request routes *report* what a sketch reaches for; this module makes
 sure that whatever gets past them can still reach nothing. Two levels, best first:
@@ -13,7 +13,7 @@ sure that whatever gets past them can still reach nothing. Two levels, best firs
   WebRTC may send only proxied UDP (that is, none), QUIC off, every request to a dead proxy,
   every host name unresolvable.
 
-The browser-level settings are on in both cases (`BROWSER_NETWORK_ARGS`); the namespace is the
+The browser-level settings are on in both cases (`chromium.BROWSER_NETWORK_ARGS`); the namespace is the
 guarantee, the flags the fallback. `RenderConfig.isolation` picks: `auto` (the best available),
 `netns` (or a SetupError), `browser-flags`. Which one is in force is logged once per process
 and named on every RenderResult (`isolation`).
@@ -31,24 +31,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from salon.curate.sandbox.chromium import find_chromium
+
 log = logging.getLogger(__name__)
 
 ISOLATION_MODES = ("auto", "netns", "browser-flags")
 NETNS = "netns"
 BROWSER_FLAGS = "browser-flags"
-
-# Measured here: an about:blank iframe's RTCPeerConnection sent 4 STUN packets to a UDP listener
-# on 127.0.0.1 with the proxy flags alone, none with the IP-handling policy below (and none in a
-# namespace). `--force-webrtc-ip-handling-policy` did not stop them.
-BROWSER_NETWORK_ARGS = [
-    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
-    "--disable-quic",
-    # Anything that escapes the page routing goes to a dead proxy, loopback included (Chromium
-    # exempts loopback by default), and no host name resolves.
-    "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
-    "--host-resolver-rules=MAP * ~NOTFOUND",
-]
-
 
 @dataclass(frozen=True)
 class Isolation:
@@ -114,8 +103,6 @@ def _build(chromium: str | None) -> Isolation:
 
 
 def main() -> int:
-    from salon.curate.render import find_chromium
-
     iso = resolve_isolation("auto", find_chromium())
     print(iso.name + (f"  ({iso.reason})" if iso.reason else ""))
     return 0

@@ -13,7 +13,7 @@ violations), which the reward turns into a missing score, never a bad painting.
 
 Backends:
     local   LocalRenderBackend: one Renderer on an asyncio loop in a thread of this process
-    ray     salon.curate.render_ray.RayRenderPool: Ray actors, each owning a Renderer
+    ray     salon.curate.sandbox.ray_pool.RayRenderPool (imported by name: it stands on this module): Ray actors, each owning a Renderer
     env     salon.train.env_client.EnvRenderBackend: steps of a `salon env serve` server
             (lives in train: it speaks the environment's protocol, which sits above curate)
 """
@@ -21,12 +21,13 @@ Backends:
 from __future__ import annotations
 
 import asyncio
+import importlib
 import threading
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 from typing import Iterable, Protocol, runtime_checkable
 
-from salon.curate.render import RenderConfig, RenderResult, Renderer
+from salon.curate.sandbox.render import RenderConfig, RenderResult, Renderer
 from salon.pool.errors import ConfigError
 
 BACKENDS = ("local", "ray")
@@ -72,8 +73,8 @@ class BackendConfig:
 def open_backend(config: BackendConfig, render: RenderConfig | None = None) -> RenderBackend:
     """A started backend of the configured kind."""
     if config.backend == "ray":
-        from salon.curate.render_ray import RayRenderPool
-
+        # By name, not by import: ray_pool.py stands on this module (Ray is an optional extra).
+        RayRenderPool = getattr(importlib.import_module("salon.curate.sandbox.ray_pool"), "RayRenderPool")
         return RayRenderPool(render, actors=config.actors, address=config.address,
                              cpus_per_actor=config.cpus_per_actor, local_cpus=config.local_cpus)
     return LocalRenderBackend(render)

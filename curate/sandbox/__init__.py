@@ -1,0 +1,17 @@
+"""The render sandbox: model-written p5.js + p5.brush sketches in headless Chromium, each one a
+PNG and a verdict (gate.py's stable codes), whatever the sketch does.
+
+    salon render SKETCH.js --json                               # the command line
+    from salon.curate.sandbox.render import Renderer, RenderConfig, render_sketches
+
+Floors, lowest first (each module imports only those below it):
+    gate.py       violation codes, the static checks on source, the verdict merge
+    chromium.py   which Chromium, and the switches every sandbox browser starts with
+    isolation.py  the browser's own network namespace (or flags where none can be made)
+    gpu.py        the GL path: SwiftShader, or WebGL on the node's NVIDIA GPU
+    assets.py     the page: its document, policy (CSP) and own scripts (page/*.js)
+    pages.py      long-lived browsers and their pre-warmed, reused pages
+    render.py     RenderConfig, RenderResult, Renderer: one sketch in, one result out
+    backend.py    the RenderBackend interface and the local backend (a Renderer on its own loop)
+    ray_pool.py   the same interface over Ray actors
+"""
