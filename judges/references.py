@@ -11,7 +11,10 @@ under love/ and okay/ subfolders carry that tier (nope/ is never a reference). A
 from the manifest; this is the one reader of that manifest. The release is kept once, on the
 `ReferenceSet`, and travels from there to the rollout archive. `REPO[@REV]` pulls into
 $SALON_CACHE/refs/ (default ~/.cache/salon/refs/) once per revision and reads it from there
-after; processes pulling the same release at once take turns (a lock in the pull).
+after; processes pulling the same release at once take turns (a lock in the pull). A pool
+export folder (`salon pool export --to DIR`, the files a push uploads) is read the same way as
+a pulled release, its love and okay rows the references, named by the export's content:
+`export:DIR_NAME@<sha256 of its data shards, 12 hex>`, so a changed export is a new release.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ def load_references(spec: str | os.PathLike) -> ReferenceSet:
     if path.is_dir():
         if (path / "manifest.json").exists():
             return _pulled(path, str(spec))
+        if list(path.glob("data/*.parquet")):
+            return _exported(path, str(spec))
         return _plain(path, str(spec))
     text = str(spec)
     if _REPO.match(text) and not path.exists():
@@ -86,6 +91,32 @@ def _pulled(folder: Path, source: str) -> ReferenceSet:
     if not refs:
         raise JudgeError(f"release {release} in {folder} has no love or okay paintings: label some "
                          "candidates love/okay, push the pool, and pull that revision")
+    return ReferenceSet(refs, release, source)
+
+
+def _exported(folder: Path, source: str) -> ReferenceSet:
+    """The love and okay paintings of a pool export folder, named by the shards' content."""
+    import hashlib
+    import io
+
+    import pyarrow.parquet as pq
+    from PIL import Image
+
+    from salon.pool.models import TIERS
+
+    digest, refs = hashlib.sha256(), []
+    for shard in sorted(folder.glob("data/*.parquet")):
+        digest.update(shard.read_bytes())
+        for row in pq.read_table(shard, columns=["id", "image", "tier"]).to_pylist():
+            tier = TIERS[row["tier"]]
+            if tier in REFERENCE_TIERS and row["image"] and row["image"].get("bytes"):
+                image = Image.open(io.BytesIO(row["image"]["bytes"]))
+                image.load()
+                refs.append(Reference(id=row["id"], tier=tier, image=image))
+    release = f"export:{folder.resolve().name}@{digest.hexdigest()[:12]}"
+    if not refs:
+        raise JudgeError(f"the export in {folder} has no love or okay paintings: label some candidates "
+                         "love/okay (`salon pool label ID love --by NAME`) and export again")
     return ReferenceSet(refs, release, source)
 
 

@@ -2,6 +2,7 @@
 
     judge = load_judge("transformers", model="path/to/Qwen2.5-VL-7B-Instruct")
     judge = load_judge("openai", base_url="http://127.0.0.1:8000/v1")
+    judge = load_judge("measures")                            # pairwise by palette, layout, paint; no model
     judge = load_judge("composition")                         # an image judge
     judge = load_judge("hpsv3", model="ckpt")                 # a reward model (or model="http://host:8000")
     judge = load_judge("my_pkg.judges:MyJudge", threshold=3)  # anything importable
@@ -20,6 +21,7 @@ from salon.pool.errors import JudgeError
 JUDGES = {
     "transformers": "salon.judges.vlm_transformers:TransformersPairwiseJudge",
     "openai": "salon.judges.vlm_openai:OpenAIPairwiseJudge",
+    "measures": "salon.judges.measure_judge:MeasurePairwiseJudge",  # pairwise by image measures, no model
     "paint_fraction": "salon.judges.image_judges:PaintFractionJudge",
     "colourfulness": "salon.judges.image_judges:ColourfulnessJudge",
     "composition": "salon.judges.image_judges:CompositionJudge",

@@ -1,0 +1,213 @@
+"""A policy made from nothing: a small tokenizer, a few-million-parameter Qwen3, and a short
+supervised start on procedural sketches through TRL's SFTTrainer.
+
+    python -m salon.train.start_policy runs/tiny-start                 # ~3.5M parameters, seed 0
+    python -m salon.train.start_policy runs/tiny-start-s1 --seed 1 --sketches 4000 --epochs 3
+    salon train train/configs/learn_tiny.yaml                          # policy.model: runs/tiny-start
+
+1. sketches: `--sketches` procedural p5.brush sketches (salon.train.sketch_generator), each through
+   the real static gate (any that fails is dropped and counted: there should be none);
+2. tokenizer: a byte-level BPE trained on the painting prompt and the sketches *without* splitting
+   at spaces first, so a recurring line of code (`brush.fill("#f28c6a", 200);`) becomes one token and
+   a reply is about 60 tokens, not 500; Qwen's special tokens and chat template (salon.train.tiny);
+3. model: `Qwen3ForCausalLM` at the widths of StartConfig (random, seeded), every weight trained;
+4. SFTTrainer on conversational prompt-completion rows: the prompt is `salon train`'s own (the
+   system prompt and "Paint <subject>." for every subject of the book), the completion a reply
+   holding one sketch; the loss is on the completion only;
+5. check: `check` replies sampled as `salon train` samples them (temperature 1, top_k 20, top_p
+   0.95), gated statically, and the first `render` of them rendered in the sandbox; their gate
+   pass, how many are distinct and which palettes they chose go to OUT/start_report.json.
+
+OUT is a model folder (`AutoModelForCausalLM` / `AutoTokenizer`), what `policy.model` takes.
+The same seed gives the same sketches, tokenizer and initial weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class StartConfig:
+    sketches: int = 3000
+    seed: int = 0
+    vocab_size: int = 2048
+    hidden_size: int = 256
+    layers: int = 4
+    heads: int = 4
+    kv_heads: int = 2
+    intermediate_size: int = 704
+    epochs: float = 1.0
+    batch_size: int = 32
+    learning_rate: float = 3e-3
+    check: int = 64  # replies sampled after the start and gated
+    render: int = 16  # of which this many are rendered in the sandbox (0: none)
+    max_steps: int = -1  # a cap on the optimiser steps (tests); -1: epochs decide
+
+    def __post_init__(self):
+        from salon.pool.errors import ConfigError
+
+        p = [f"{name}={getattr(self, name)}: must be at least 1" for name in
+             ("sketches", "vocab_size", "hidden_size", "layers", "heads", "kv_heads", "intermediate_size",
+              "batch_size") if getattr(self, name) < 1]
+        if self.hidden_size % self.heads or self.heads % self.kv_heads:
+            p.append(f"hidden_size={self.hidden_size}, heads={self.heads}, kv_heads={self.kv_heads}: heads must "
+                     "divide hidden_size and kv_heads divide heads")
+        if self.epochs <= 0 or self.learning_rate <= 0:
+            p.append("epochs and learning_rate must be positive")
+        if not 0 <= self.render <= self.check:
+            p.append(f"render={self.render}: between 0 and check={self.check}")
+        if p:
+            raise ConfigError(p, "start policy")
+
+
+def prompt_rows(book=None) -> list[list[dict]]:
+    """`salon train`'s prompt for every subject of the book (system prompt + "Paint <subject>.")."""
+    from salon.curate.prompts import SubjectBook, paint_messages
+
+    book = book or SubjectBook.load()
+    return [[{"role": m.role, "content": m.text} for m in paint_messages(s)] for s in book.subjects.values()]
+
+
+def sketch_tokenizer(texts: list[str], vocab_size: int):
+    """Byte-level BPE over whole texts (no split at spaces), with Qwen's specials and chat template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from salon.train.tiny import CHAT_TEMPLATE, SPECIALS
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIALS,
+                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                   additional_special_tokens=SPECIALS[1:], chat_template=CHAT_TEMPLATE)
+
+
+def build_policy(tok, cfg: StartConfig):
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    torch.manual_seed(cfg.seed)
+    return Qwen3ForCausalLM(Qwen3Config(
+        vocab_size=len(tok), hidden_size=cfg.hidden_size, intermediate_size=cfg.intermediate_size,
+        num_hidden_layers=cfg.layers, num_attention_heads=cfg.heads, num_key_value_heads=cfg.kv_heads,
+        head_dim=cfg.hidden_size // cfg.heads, max_position_embeddings=1024, tie_word_embeddings=True,
+        bos_token_id=tok.convert_tokens_to_ids("<|endoftext|>"), eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id))
+
+
+def start(out: str | Path, cfg: StartConfig, progress: bool = True) -> dict:
+    """Generate, gate, tokenize, build and train the policy into `out`; returns the start report."""
+    import torch
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    from salon.train.sketch_generator import gate_sketches, generate_sketches
+
+    out = Path(out)
+    t0 = time.perf_counter()
+    sketches = generate_sketches(cfg.sketches, cfg.seed)
+    rejected = gate_sketches(sketches)
+    sketches = [s for s in sketches if s.code not in rejected]
+    prompts = prompt_rows()
+    rng = random.Random(cfg.seed)
+    rows = [{"prompt": rng.choice(prompts), "completion": [{"role": "assistant", "content": s.reply}]}
+            for s in sketches]
+    tok = sketch_tokenizer([p[0]["content"] for p in prompts] * 20 + [m["content"] for p in prompts for m in p[1:]]
+                           + [s.reply for s in sketches], cfg.vocab_size)
+    model = build_policy(tok, cfg)
+    params = sum(p.numel() for p in model.parameters())
+    log.info("policy: %d parameters, %d tokens; %d sketches (%d rejected by the gate)", params, len(tok),
+             len(sketches), len(rejected))
+    cuda = torch.cuda.is_available()
+    args = SFTConfig(output_dir=str(out / "sft"), num_train_epochs=cfg.epochs, max_steps=cfg.max_steps,
+                     per_device_train_batch_size=cfg.batch_size, learning_rate=cfg.learning_rate,
+                     lr_scheduler_type="cosine", warmup_steps=10, weight_decay=0.0, max_length=256,
+                     logging_steps=10, save_strategy="no", report_to="none", seed=cfg.seed, use_cpu=not cuda,
+                     bf16=cuda, dataloader_num_workers=0, disable_tqdm=not progress)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tok)
+    result = trainer.train()
+    t1 = time.perf_counter()
+    model = trainer.model.to("cpu", dtype=torch.float32).eval()
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    report = {"config": asdict(cfg), "parameters": params, "vocab": len(tok), "sketches": len(sketches),
+              "gate_rejected": len(rejected), "sft_steps": trainer.state.global_step,
+              "sft_loss_first": losses[0] if losses else None, "sft_loss_last": losses[-1] if losses else None,
+              "train_loss": result.training_loss, "sft_seconds": round(t1 - t0, 1)}
+    if cfg.check:
+        report["check"] = check_policy(out, cfg.check, cfg.render, cfg.seed)
+    report["seconds"] = round(time.perf_counter() - t0, 1)
+    (out / "start_report.json").write_text(json.dumps(report, indent=2))
+    return report
+
+
+def check_policy(folder: str | Path, n: int, render: int, seed: int = 0) -> dict:
+    """Sample `n` replies as `salon train` does; gate them, render the first `render`, and measure variety."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from salon.curate.extract import extract_code
+    from salon.curate.sandbox.gate import static_violations
+    from salon.train.sketch_generator import palette_of
+
+    tok = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder).eval()
+    prompts = prompt_rows()
+    torch.manual_seed(seed)
+    codes = []
+    for i in range(0, n, 16):
+        batch = [prompts[j % len(prompts)] for j in range(i, min(n, i + 16))]
+        text = [tok.apply_chat_template(p, add_generation_prompt=True, tokenize=False) for p in batch]
+        tok.padding_side = "left"
+        x = tok(text, return_tensors="pt", padding=True, add_special_tokens=False)
+        with torch.no_grad():
+            y = model.generate(**x, do_sample=True, temperature=1.0, top_k=20, top_p=0.95, max_new_tokens=200,
+                               pad_token_id=tok.pad_token_id)
+        codes += [extract_code(t) for t in tok.batch_decode(y[:, x["input_ids"].shape[1]:], skip_special_tokens=True)]
+    static = [static_violations(c) for c in codes]
+    palettes = Counter(palette_of(c) for c in codes)
+    report = {"samples": n, "static_gate_pass": sum(not v for v in static) / n, "distinct": len(set(codes)) / n,
+              "palettes": dict(palettes.most_common()),
+              "violations": dict(Counter(v for vs in static for v in vs).most_common())}
+    if render:
+        from salon.curate.sandbox.render import render_sketches
+
+        passed = [c for c, v in zip(codes, static) if not v][:render]
+        results = render_sketches(passed, seeds=list(range(len(passed)))) if passed else []
+        ok = sum(r.ok for r in results)
+        report.update(rendered=len(results), rendered_gate_pass=ok / len(results) if results else None,
+                      gate_pass=(ok / len(results)) * report["static_gate_pass"] if results else 0.0,
+                      render_violations=dict(Counter(v for r in results for v in r.violations).most_common()))
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m salon.train.start_policy", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("out", metavar="OUT", help="the model folder to write (policy.model of a config)")
+    for name, default in asdict(StartConfig()).items():
+        p.add_argument(f"--{name.replace('_', '-')}", type=type(default), default=default)
+    args = vars(p.parse_args(argv))
+    out = args.pop("out")
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    report = start(out, StartConfig(**args))
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
