@@ -1,7 +1,7 @@
 """A policy made from nothing: a small tokenizer, a few-million-parameter Qwen3, and a short
 supervised start on procedural sketches through TRL's SFTTrainer.
 
-    python -m salon.train.start_policy runs/tiny-start                 # ~3.5M parameters, seed 0
+    python -m salon.train.start_policy runs/tiny-start                 # ~2.2M parameters, seed 0
     python -m salon.train.start_policy runs/tiny-start-s1 --seed 1 --sketches 4000 --epochs 3
     salon train train/configs/learn_tiny.yaml                          # policy.model: runs/tiny-start
 
@@ -9,7 +9,7 @@ supervised start on procedural sketches through TRL's SFTTrainer.
    the real static gate (any that fails is dropped and counted: there should be none);
 2. tokenizer: a byte-level BPE trained on the painting prompt and the sketches *without* splitting
    at spaces first, so a recurring line of code (`brush.fill("#f28c6a", 200);`) becomes one token and
-   a reply is about 60 tokens, not 500; Qwen's special tokens and chat template (salon.train.tiny);
+   a reply is about 40 tokens, not 500; Qwen's special tokens and chat template (salon.train.tiny);
 3. model: `Qwen3ForCausalLM` at the widths of StartConfig (random, seeded), every weight trained;
 4. SFTTrainer on conversational prompt-completion rows: the prompt is `salon train`'s own (the
    system prompt and "Paint <subject>." for every subject of the book), the completion a reply
@@ -42,17 +42,17 @@ class StartConfig:
     sketches: int = 3000
     seed: int = 0
     vocab_size: int = 2048
-    hidden_size: int = 256
+    hidden_size: int = 192
     layers: int = 4
     heads: int = 4
     kv_heads: int = 2
-    intermediate_size: int = 704
+    intermediate_size: int = 576
     epochs: float = 1.0
     batch_size: int = 32
     learning_rate: float = 3e-3
     check: int = 64  # replies sampled after the start and gated
     render: int = 16  # of which this many are rendered in the sandbox (0: none)
-    max_steps: int = -1  # a cap on the optimiser steps (tests); -1: epochs decide
+    max_steps: int = 50  # optimiser steps (about half an epoch of 3,000); -1: `epochs` decide
 
     def __post_init__(self):
         from salon.pool.errors import ConfigError
