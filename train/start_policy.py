@@ -47,12 +47,12 @@ class StartConfig:
     heads: int = 4
     kv_heads: int = 2
     intermediate_size: int = 576
-    epochs: float = 1.0
+    epochs: float = 2.0
     batch_size: int = 32
     learning_rate: float = 3e-3
     check: int = 64  # replies sampled after the start and gated
     render: int = 16  # of which this many are rendered in the sandbox (0: none)
-    max_steps: int = 50  # optimiser steps (about half an epoch of 3,000); -1: `epochs` decide
+    max_steps: int = -1  # a cap on the optimiser steps; -1: `epochs` decide
 
     def __post_init__(self):
         from salon.pool.errors import ConfigError
@@ -134,7 +134,7 @@ def start(out: str | Path, cfg: StartConfig, progress: bool = True) -> dict:
     cuda = torch.cuda.is_available()
     args = SFTConfig(output_dir=str(out / "sft"), num_train_epochs=cfg.epochs, max_steps=cfg.max_steps,
                      per_device_train_batch_size=cfg.batch_size, learning_rate=cfg.learning_rate,
-                     lr_scheduler_type="cosine", warmup_steps=10, weight_decay=0.0, max_length=256,
+                     lr_scheduler_type="cosine", warmup_steps=10, weight_decay=0.0, max_length=1024,
                      logging_steps=10, save_strategy="no", report_to="none", seed=cfg.seed, use_cpu=not cuda,
                      bf16=cuda, dataloader_num_workers=0, disable_tqdm=not progress)
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tok)
