@@ -189,6 +189,7 @@ def test_two_steps_of_each_config_then_eval_and_audit(config, start, release, tm
     assert len(ds) == 4 and {"reward_judge", "reward_paint_fraction"} <= set(ds.column_names)
     assert all(r.startswith("export:release@") for r in ds["pool_release"])
     assert set(ds["judge"]) == {"measures:palette+layout+paint"}
+    capsys.readouterr()  # what salon train printed: the eval's JSON comes next
     assert main(["eval", str(out), "--prompts", "sunflower", "--samples", "2", "--oracle", "measures",
                  "--json"]) in (0, 1)
     report = json.loads(capsys.readouterr().out)
