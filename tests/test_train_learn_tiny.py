@@ -131,12 +131,12 @@ def test_references_from_a_pool_export_are_its_love_and_okay_tiers(pool, make_pn
 
 @pytest.fixture(scope="module")
 def start(tmp_path_factory):
-    """A start policy at test size: 300 sketches, a few SFT steps (plumbing, not a good painter)."""
+    """A start policy at test size: 200 sketches, three SFT steps (plumbing, not a good painter)."""
     from salon.train.start_policy import StartConfig, start
 
     out = tmp_path_factory.mktemp("start") / "policy"
-    report = start(out, StartConfig(sketches=300, vocab_size=512, hidden_size=64, layers=2, intermediate_size=128,
-                                    max_steps=4, batch_size=16, check=4, render=0), progress=False)
+    report = start(out, StartConfig(sketches=200, vocab_size=512, hidden_size=64, layers=2, intermediate_size=128,
+                                    max_steps=3, batch_size=8, check=4, render=0), progress=False)
     return out, report
 
 
@@ -147,7 +147,18 @@ def test_the_start_is_a_qwen3_policy_with_its_report(start):
     assert AutoConfig.from_pretrained(out).model_type == "qwen3"
     tok = AutoTokenizer.from_pretrained(out)
     assert tok.eos_token == "<|im_end|>" and tok.chat_template
-    assert report["sketches"] == 300 and report["gate_rejected"] == 0 and report["sft_steps"] == 4
+    from salon.train.start_policy import prompt_rows
+
+    chat = prompt_rows()[0]
+    text = tok.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+    assert chat[0]["content"] in [tok.decode([i]) for i in tok(text, add_special_tokens=False)["input_ids"]]
+    reply = generate_sketches(1, seed=5)[0].reply
+    ids = tok(reply, add_special_tokens=False)["input_ids"]
+    assert tok.decode(ids) == reply
+    pieces = [tok.decode([i]) for i in ids]
+    straddling = [p for p in pieces if any(c.isdigit() for c in p) and any(c in p for c in "(,);")]
+    assert straddling == []  # no token holds both a number and the code around it
+    assert report["sketches"] == 200 and report["gate_rejected"] == 0 and report["sft_steps"] == 3
     assert report["check"]["samples"] == 4 and 0 <= report["check"]["static_gate_pass"] <= 1
     assert json.loads((out / "start_report.json").read_text())["parameters"] == report["parameters"]
 
