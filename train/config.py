@@ -426,9 +426,13 @@ def _build(cls, data, where: str, problems: list[str]):
         problems.append(f"{where}: expected a mapping, got {type(data).__name__}")
         return None
     names = {f.name for f in fields(cls)}
-    unknown = sorted(set(data) - names)
-    for key in unknown:
-        problems.append(f"{where}.{key}: unknown field; known: {', '.join(sorted(names))}")
+    if cls is GRPOSettings:  # any field of TRL's GRPOConfig goes under grpo. too (salon.train.trl_fields)
+        from salon.train.trl_fields import split_grpo
+
+        data, grpo_problems = split_grpo(data, names)
+        problems += grpo_problems
+    for key in sorted(set(data) - names):
+        problems.append(f"{where}.{key}: unknown field; {_did_you_mean(key, names)}")
     try:
         return cls(**{k: v for k, v in data.items() if k in names})
     except ConfigError as e:
@@ -438,6 +442,28 @@ def _build(cls, data, where: str, problems: list[str]):
     return None
 
 
+def _did_you_mean(key: str, names) -> str:
+    from salon.train.trl_fields import nearest
+
+    close = nearest(key, names)
+    return (f"did you mean {', '.join(close)}? " if close else "") + f"known: {', '.join(sorted(names))}"
+
+
+def _blame_overrides(problems: list[str], overrides: list[str]) -> tuple[list[str], bool]:
+    """Problems caused by a --set override name it (`--set grpo.x: ...`), not the YAML file;
+    also whether every problem was one."""
+    import re
+
+    keys = {item.partition("=")[0].strip() for item in overrides}
+    blamed = []
+    for p in problems:
+        lead = m.group(0) if (m := re.match(r"[\w.]+", p)) else None
+        from_set = p.startswith("--set ") or bool(lead) and any(
+            lead == k or lead.startswith(k + ".") or k.startswith(lead + ".") for k in keys)
+        blamed.append((p if p.startswith("--set ") else f"--set {p}") if from_set else p)
+    return blamed, all(b.startswith("--set ") for b in blamed)
+
+
 def apply_overrides(data: dict, overrides: list[str], problems: list[str]) -> dict:
     """Set `a.b.c=value` (value parsed as YAML) in a nested dict."""
     import yaml
@@ -445,19 +471,19 @@ def apply_overrides(data: dict, overrides: list[str], problems: list[str]) -> di
     for item in overrides or []:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
-            problems.append(f"override {item!r}: write key=value, e.g. grpo.beta=0.01")
+            problems.append(f"--set {item!r}: write key=value, e.g. grpo.beta=0.01")
             continue
         try:
             value = yaml.safe_load(raw) if raw.strip() else None
         except yaml.YAMLError as e:
-            problems.append(f"override {item!r}: value is not YAML ({e})")
+            problems.append(f"--set {item!r}: value is not YAML ({e})")
             continue
         node = data
         parts = key.strip().split(".")
         for part in parts[:-1]:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
-                problems.append(f"override {item!r}: {part} is not a section")
+                problems.append(f"--set {item!r}: {part} is not a section")
                 break
         else:
             node[parts[-1]] = value
@@ -469,15 +495,16 @@ def config_from_dict(data: dict, overrides: list[str] | None = None, where: str 
     data = apply_overrides(dict(data or {}), overrides or [], problems)
     top = {f.name for f in fields(TrainConfig)}
     for key in sorted(set(data) - top):
-        problems.append(f"{key}: unknown section or field; known: {', '.join(sorted(top))}")
+        problems.append(f"{key}: unknown section or field; {_did_you_mean(key, top)}")
     sections = {name: _build(cls, data.get(name), name, problems) for name, cls in SECTIONS.items()}
     scalars = {k: data[k] for k in top - set(SECTIONS) if k in data}
-    if problems or any(v is None for v in sections.values()):
-        raise ConfigError(problems, where)
     try:
-        return TrainConfig(**scalars, **sections)
+        if not problems and all(v is not None for v in sections.values()):
+            return TrainConfig(**scalars, **sections)
     except ConfigError as e:
-        raise ConfigError(e.problems, where) from None
+        problems = e.problems
+    problems, all_set = _blame_overrides(problems, overrides or [])
+    raise ConfigError(problems, "--set" if all_set else where)
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:

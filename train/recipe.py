@@ -167,21 +167,23 @@ def grpo_args(cfg: TrainConfig, out: Path):
     dtype = cfg.policy.dtype if cfg.policy.dtype != "auto" else ("float32" if g.use_cpu else "bfloat16")
     return GRPOConfig(
         output_dir=str(out), run_name=cfg.name, seed=cfg.seed,
-        project=g.extra.get("project", "salon"),  # trackio's project (transformers' default is "huggingface")
         learning_rate=g.learning_rate, lr_scheduler_type=g.lr_scheduler_type, warmup_steps=g.warmup_steps,
         beta=g.beta, num_generations=g.num_generations, per_device_train_batch_size=g.per_device_train_batch_size,
         gradient_accumulation_steps=g.gradient_accumulation_steps, max_completion_length=g.max_completion_length,
         temperature=g.temperature, top_p=g.top_p, top_k=g.top_k, scale_rewards=g.scale_rewards,
         loss_type=g.loss_type, max_steps=g.max_steps, logging_steps=g.logging_steps, report_to=g.report_to,
-        use_cpu=g.use_cpu, bf16=g.bf16 and not g.use_cpu, gradient_checkpointing=g.gradient_checkpointing,
+        use_cpu=g.use_cpu, bf16=g.bf16 and not g.use_cpu,
+        activation_checkpointing=g.gradient_checkpointing,  # transformers 5 renamed it; the old name warns
         generation_batch_size=g.generation_batch_size, steps_per_generation=g.steps_per_generation,
         **generation_kwargs(g),
         # every checkpoint is kept: the prior art's good checkpoints were gone when its reward hacked
         save_strategy="steps", save_steps=g.save_steps, save_total_limit=None,
         model_init_kwargs={"dtype": dtype, "attn_implementation": cfg.policy.attn_implementation},
         chat_template_kwargs={"enable_thinking": cfg.policy.enable_thinking},
-        remove_unused_columns=False, dataloader_num_workers=0, log_completions=False,
-        **{k: v for k, v in g.extra.items() if k != "project"},
+        remove_unused_columns=False,
+        # any other GRPOConfig field given under grpo. (salon.train.trl_fields) wins over these defaults;
+        # project is trackio's (transformers' default is "huggingface")
+        **{"project": "salon", "dataloader_num_workers": 0, "log_completions": False, **g.extra},
     )
 
 
