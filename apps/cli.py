@@ -15,6 +15,7 @@ import argparse
 import importlib
 import sys
 
+from salon.apps.output import json_mode
 from salon.pool.card import salon_version
 from salon.pool.errors import SalonError
 
@@ -48,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return int(args.run(args) or 0)
+        with json_mode(getattr(args, "json", False)):  # --json: stdout carries the JSON alone
+            return int(args.run(args) or 0)
     except SalonError as e:
         print(f"salon {args.command}: {e}", file=sys.stderr)
         return 2

@@ -19,8 +19,9 @@ to mark hack or fine. Once marked, every audit reports the share of suspects mar
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
+
+from salon.apps.output import emit
 
 
 def add_parser(sub) -> None:
@@ -49,7 +50,7 @@ def run(args) -> int:
     report = audit_run(args.run_dir, settings, out, frame=frame)
     report.update(suspect_lists(args.run_dir, args.suspects, frame))
     if args.json:
-        print(json.dumps(report, default=float))
+        emit(report, default=float)
     else:
         print(summary(report))
     return 1 if report["alarms"] else 0

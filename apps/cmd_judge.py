@@ -20,9 +20,9 @@ score per image; see salon.apps.cmd_judge_scorer), which `serve` also serves ove
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from salon.apps.output import emit
 from salon.pool.errors import ConfigError, JudgeError
 
 USAGE = """salon judge --model PATH_OR_ID_OR_URL --refs DIR_OR_REPO[@REV] IMAGE... [--k K] [--json]
@@ -146,7 +146,7 @@ def _score(args) -> int:
                 if v.p is None:
                     d["reason"] = v.reason
                 verdicts.append(d)
-            print(json.dumps({"image": path, "score": score, "verdicts": verdicts}))
+            emit({"image": path, "score": score, "verdicts": verdicts})
         else:
             ps = " ".join("  --  " if v.p is None else f"{v.p:.3f}" for v in row)
             print(f"{'  --  ' if score is None else f'{score:.3f}'}  {path}   [{ps}]")
@@ -176,5 +176,8 @@ def _validate(args) -> int:
         raise ConfigError(problems, "salon judge validate")
     labelled, choices = pool_labels(args.pool)
     report = validate(_judge(args), labelled, choices, ValidationConfig(max_pairs=args.max_pairs, seed=args.seed))
-    print(json.dumps(report.to_dict()) if args.json else report.text())
+    if args.json:
+        emit(report.to_dict())
+    else:
+        print(report.text())
     return 0

@@ -18,8 +18,9 @@ Exit codes: 0 done, 1 some inputs failed (import) or problems found (check), 2 a
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+
+from salon.apps.output import emit
 
 
 def add_parser(sub) -> None:
@@ -103,7 +104,7 @@ def _open(args, create: bool = False):
 
 
 def _print_json(obj) -> None:
-    print(json.dumps(obj, indent=None if isinstance(obj, dict) and len(obj) < 8 else 1))
+    emit(obj, indent=None if isinstance(obj, dict) and len(obj) < 8 else 1)
 
 
 def run_import(args) -> int:
@@ -114,7 +115,7 @@ def run_import(args) -> int:
                                 progress=not args.json and sys.stderr.isatty())
     for o in outcomes:
         if args.json:
-            print(json.dumps(o.to_dict()))
+            emit(o.to_dict())
         elif o.error:
             print(f"{o.file}: {o.error}", file=sys.stderr)
         else:
@@ -150,7 +151,7 @@ def run_stats(args) -> int:
     with _open(args) as pool:
         stats = pool.stats()
     if args.json:
-        print(json.dumps(stats, indent=1))
+        emit(stats, indent=1)
         return 0
     t = stats["tiers"]
     a = stats["agreement"]
@@ -188,11 +189,10 @@ def run_ls(args) -> int:
     for c in rows:
         gate = "unrendered" if c.ok is None else "ok" if c.ok else "rejected"
         if args.json:
-            print(json.dumps({"id": c.id, "subject": c.subject, "model": c.model, "gate": gate,
-                              "violations": c.violations, "tier": tiers.get(c.id),
-                              "labels": labels.get(c.id, {}), "dup_of": c.dup_of,
-                              "image": str(images[c.id]) if images[c.id] else None,
-                              "created_at": c.created_at}))
+            emit({"id": c.id, "subject": c.subject, "model": c.model, "gate": gate,
+                  "violations": c.violations, "tier": tiers.get(c.id), "labels": labels.get(c.id, {}),
+                  "dup_of": c.dup_of, "image": str(images[c.id]) if images[c.id] else None,
+                  "created_at": c.created_at})
         else:
             verdict = gate if c.ok is not False else "rejected: " + ",".join(c.violations)
             print(f"{c.id[:12]}  {tiers.get(c.id) or '-':<5}  {c.model or '-'}  {c.subject or '-'}  {verdict}"

@@ -53,10 +53,16 @@ def build_judge(cfg: TrainConfig, out: Path, device: str | None = None):
 
 
 def build_references(cfg: TrainConfig, out: Path):
-    from salon.judges.references import load_references
+    """cfg.judge.references, pinned in OUTPUT_DIR/references/ (manifest.json: source, release, each id
+    and tier; local sources copied in), so a resumed run and `salon eval` face the same set."""
+    from salon.judges.references import load_references, record_references, recorded_references
     from salon.train.tiny import resolve_references
 
-    return load_references(resolve_references(cfg.judge.references, out / "tiny-refs"))
+    recorded = recorded_references(out / "references", cfg.judge.references)
+    if recorded is not None:
+        return recorded
+    refs = load_references(resolve_references(cfg.judge.references, out / "tiny-refs"))
+    return record_references(refs, out / "references", cfg.judge.references)
 
 
 def lora_config(cfg: TrainConfig):
@@ -305,6 +311,7 @@ def train(cfg: TrainConfig) -> dict:
 
     from salon.pool.card import salon_version
     from salon.train.archive import RolloutArchive, push_rollouts
+    from salon.train.progress import compact_output, quiet_library_warnings
     from salon.train.recorder import Recorder
     from salon.train.reward import RewardAdapter, prefetching, submit_each
     from salon.train.rollout import Planner
@@ -313,6 +320,7 @@ def train(cfg: TrainConfig) -> dict:
 
     out = Path(cfg.output_dir)
     state = PartialState()
+    quiet_library_warnings()
     resolve_generation(cfg)
     check_single_process_engine(cfg, state.num_processes)
     check_render_backend(cfg, state.num_processes)
@@ -365,6 +373,7 @@ def train(cfg: TrainConfig) -> dict:
             trainer = GRPOTrainer(model=policy, reward_funcs=[adapter], args=grpo_args(cfg, out),
                                   train_dataset=build_dataset(cfg), processing_class=tokenizer,
                                   peft_config=lora_config(cfg), callbacks=[salon_callback(cfg)], rollout_func=engine)
+        compact_output(trainer)  # a short line per logging step on stderr, not TRL's dicts on stdout
         if engine is not None:
             engine.attach(trainer)  # the merged copy exists (or is refused) before the first step
         if cfg.grpo.generation == "continuous_batching":
