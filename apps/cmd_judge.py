@@ -89,6 +89,10 @@ def _judge(args):
     if backend == "openai":
         kwargs.update({k: v for k, v in (("timeout_s", args.timeout), ("model", args.server_model)) if v is not None})
     elif backend == "transformers":
+        from salon.judges.model_source import model_problem
+
+        if problem := model_problem("--model", args.model):
+            raise JudgeError(problem)
         kwargs.update({k: v for k, v in (("device", args.device), ("max_pixels", args.max_pixels)) if v is not None})
     return judge_for(args.model, backend=backend, **kwargs)
 

@@ -52,6 +52,24 @@ def build_judge(cfg: TrainConfig, out: Path, device: str | None = None):
     return load_judge(cfg.judge.name, **kwargs)
 
 
+def check_models(cfg: TrainConfig) -> None:
+    """Every model the run names can be loaded (salon.judges.model_source), checked in seconds
+    before anything is built or written: a typo is one line, not a minute of retries and a traceback."""
+    from salon.judges.model_source import model_problems
+    from salon.pool.errors import ConfigError, SetupError
+
+    fields = {"policy.model": cfg.policy.model}
+    if cfg.judge.name != "openai":
+        fields["judge.model"] = cfg.judge.model
+    if cfg.reward.absolute:
+        fields["reward.absolute_kwargs.model"] = cfg.reward.absolute_kwargs.get("model")
+    problems = model_problems(fields)
+    if len(problems) == 1:
+        raise SetupError(problems[0])
+    if problems:
+        raise ConfigError(problems, "salon train")
+
+
 def build_references(cfg: TrainConfig, out: Path):
     """cfg.judge.references, pinned in OUTPUT_DIR/references/ (manifest.json: source, release, each id
     and tier; local sources copied in), so a resumed run and `salon eval` face the same set."""
@@ -280,10 +298,13 @@ def checkpoint_step(path: str | None) -> int:
     return int(Path(path).name.rsplit("-", 1)[1]) if path else 0
 
 
-def salon_callback(cfg: TrainConfig):
-    """Writes the run config into each checkpoint and makes sure the last step is saved."""
+def salon_callback(cfg: TrainConfig, provenance: dict):
+    """Writes the run config into each checkpoint, salon's run card over TRL's stub README, and
+    makes sure the last step is saved."""
     import yaml
     from transformers import TrainerCallback
+
+    from salon.train.run_card import write_run_card
 
     text = yaml.safe_dump(cfg.to_dict(), sort_keys=False)
 
@@ -298,6 +319,7 @@ def salon_callback(cfg: TrainConfig):
                 folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
                 if folder.is_dir():
                     (folder / "salon_train.yaml").write_text(text)
+                write_run_card(Path(args.output_dir), provenance)  # TRL wrote its stub card just before
             return control
 
     return SalonCallback()
@@ -305,6 +327,7 @@ def salon_callback(cfg: TrainConfig):
 
 def train(cfg: TrainConfig) -> dict:
     """Run GRPO as configured; returns a summary (steps, checkpoints, rollouts folder)."""
+    check_models(cfg)  # first: before torch and TRL load, so a mistyped model costs seconds
     import yaml
     from accelerate import PartialState
     from trl import GRPOTrainer
@@ -315,6 +338,7 @@ def train(cfg: TrainConfig) -> dict:
     from salon.train.recorder import Recorder
     from salon.train.reward import RewardAdapter, prefetching, submit_each
     from salon.train.rollout import Planner
+    from salon.train.run_card import write_run_card
     from salon.train.smoke import ExampleSketches
     from salon.train.tiny import resolve_model
 
@@ -360,7 +384,8 @@ def train(cfg: TrainConfig) -> dict:
                       "absolute": getattr(scorer.absolute, "name", None),
                       "smoke_examples": cfg.smoke.examples,  # >0: a share of the code was stand-in examples
                       "judge_version": getattr(judge, "prompt_version", None), "pool_release": refs.release,
-                      "references": refs.source, "salon_version": salon_version(), "config": cfg.to_dict()}
+                      "references": refs.source, "reference_counts": refs.tiers(),
+                      "salon_version": salon_version(), "config": cfg.to_dict()}
         if state.is_main_process:
             if checkpoint:  # the steps after the checkpoint are redone: their old rollouts move aside
                 moved = archive.supersede_from(checkpoint_step(checkpoint))
@@ -372,7 +397,7 @@ def train(cfg: TrainConfig) -> dict:
             warnings.filterwarnings("ignore", message="You are using 'rollout_func'")  # TRL marks it experimental
             trainer = GRPOTrainer(model=policy, reward_funcs=[adapter], args=grpo_args(cfg, out),
                                   train_dataset=build_dataset(cfg), processing_class=tokenizer,
-                                  peft_config=lora_config(cfg), callbacks=[salon_callback(cfg)], rollout_func=engine)
+                                  peft_config=lora_config(cfg), callbacks=[salon_callback(cfg, provenance)], rollout_func=engine)
         compact_output(trainer)  # a short line per logging step on stderr, not TRL's dicts on stdout
         if engine is not None:
             engine.attach(trainer)  # the merged copy exists (or is refused) before the first step
@@ -392,6 +417,7 @@ def train(cfg: TrainConfig) -> dict:
                "rollouts": str(archive.folder), "log_history": trainer.state.log_history}
     if state.is_main_process:
         archive.write_card(provenance)
+        write_run_card(out, provenance)
         if cfg.archive.hub_repo:
             summary["rollouts_commit"] = push_rollouts(out, cfg.archive.hub_repo, private=cfg.archive.private)
     return summary
