@@ -139,9 +139,8 @@ def _score(args) -> int:
     draw = draw_references(refs, k=args.k, mix=_parse_mix(args.mix), seed=args.seed)
     judge = _judge(args)
     scored = judge_group(judge, images, draw)
-    if not args.json:
-        print(f"judge {judge.name} ({judge.prompt_version}); references "
-              f"{refs.release or args.refs}: " + ", ".join(r.id for r in draw.references), file=sys.stderr)
+    print(f"judge {judge.name} ({judge.prompt_version}); references "
+          f"{refs.release or args.refs}: " + ", ".join(r.id for r in draw.references), file=sys.stderr)
     for path, score, row in zip(args.images, scored.scores, scored.verdicts):
         if args.json:
             verdicts = []

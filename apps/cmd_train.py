@@ -47,7 +47,9 @@ def run(args) -> int:
     from salon.train.config import load_config
     from salon.train.recipe import train
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    # salon's own progress at INFO; libraries (httpx's every request, ...) only when they warn
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("salon").setLevel(logging.INFO)
     cfg = load_config(args.config, overrides(args))
     summary = train(cfg)
     if args.json:
