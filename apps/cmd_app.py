@@ -48,10 +48,10 @@ def run(args) -> int:
     if bad:
         raise ConfigError([f"--auth {a!r} is not USER:PASS" for a in bad], where="salon app")
     auth = [tuple(a.split(":", 1)) for a in args.auth]
+    config = AppConfig(pool=args.pool, create_pool=args.create_pool, host=args.host, port=args.port,
+                       user=args.user, auth=auth, insecure_no_auth=args.insecure_no_auth, admins=args.admin,
+                       base_urls=args.base_urls, runs=args.runs)
     if not args.create_pool and (missing := missing_pool(Path(args.pool or default_pool_dir()))):
         raise PoolError(f"{missing}; or give --new to start the app on an empty pool there")
-    serve(AppConfig(pool=args.pool, create_pool=args.create_pool, host=args.host, port=args.port,
-                    user=args.user, auth=auth,
-                    insecure_no_auth=args.insecure_no_auth, admins=args.admin,
-                    base_urls=args.base_urls, runs=args.runs))
+    serve(config)
     return 0

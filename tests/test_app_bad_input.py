@@ -24,7 +24,7 @@ def client():
     from fastapi.testclient import TestClient
 
     def make(pool_dir, **config):
-        app = build(AppConfig(pool=pool_dir, **({"user": "ann"} | config)))
+        app = build(AppConfig(pool=pool_dir, create_pool=True, **({"user": "ann"} | config)))
         return TestClient(app)
 
     return make
@@ -98,6 +98,8 @@ def test_config_and_flag_errors(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     assert main(["app", "--pool", str(blocker / "pool")]) == 2
+    assert "no pool at" in capsys.readouterr().err
+    assert main(["app", "--pool", str(blocker / "pool"), "--new"]) == 2
     assert "cannot create pool folder" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # argparse: --user and --auth exclude each other
         main(["app", "--user", "ann", "--auth", "bob:pw"])

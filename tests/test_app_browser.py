@@ -72,6 +72,7 @@ class App:
     def start(self) -> App:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "salon.apps.cli", "app", "--pool", str(self.pool),
+             *([] if (Path(self.pool) / "pool.db").exists() else ["--new"]),  # a test's fresh pool
              "--port", str(self.port), *self.args],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=self.env)
         for line in self.proc.stdout:
