@@ -22,7 +22,11 @@ SKETCH = "function setup() {\n  createCanvas(600, 600, WEBGL);\n}\n"
 
 def salon(*args, cwd=None) -> subprocess.CompletedProcess:
     done = subprocess.run([sys.executable, "-m", "salon.apps.cli", *map(str, args)], capture_output=True,
-                          text=True, timeout=600, cwd=cwd, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+                          text=True, timeout=600, cwd=cwd, env={**os.environ, "HF_HUB_OFFLINE": "1",
+                                                                 # the eval test's oracles live in train_support
+                                                                 "PYTHONPATH": os.pathsep.join(filter(None, [
+                                                                     str(Path(__file__).parent),
+                                                                     os.environ.get("PYTHONPATH")]))})
     assert done.returncode in (0, 1), done.stderr[-2000:]
     return done
 
