@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from salon.curate.sandbox.gpu import GPU_FLAG_SETS, GPU_MODES
+from salon.curate.sandbox.ocr import TEXT_CHECKS
 from salon.pool.errors import ConfigError
 
 GENERATION_ENGINES = ("transformers", "compiled", "continuous_batching", "vllm_server", "vllm_colocate")
@@ -293,6 +294,7 @@ class RenderSettings:
     prefetch: bool = True  # start rendering as soon as generation returns, before TRL's logprob passes
     gpu: str = "auto"  # WebGL on the node's GPU when Chromium can draw there, else SwiftShader (salon.curate.sandbox.gpu)
     gl: str = ""  # the GPU flag set: "" = the first that draws (vulkan-canvas); vulkan-icd = exact repeats, 2D on the CPU
+    text_check: str = "ocr"  # read every painting that passed the page for words (text_label); off: skip (salon.curate.sandbox.ocr)
     ray_address: str = "local"  # ray: local (a private cluster on this machine), auto, host:6379, ray://host:10001
     actors: int = 0  # ray: render actors; 0 = one per `cpus_per_actor` cluster CPUs
     cpus_per_actor: float = 2.0  # ray: CPUs each actor reserves (one SwiftShader render keeps ~1.8 busy)
@@ -312,6 +314,8 @@ class RenderSettings:
             p.append(f"render.gl={self.gl!r} names a GPU flag set, but render.gpu=off: drop one of them")
         elif self.gl and self.backend == "env":
             p.append(f"render.gl={self.gl!r}: with render.backend=env the server draws where its own --gpu says")
+        if self.text_check not in TEXT_CHECKS:
+            p.append(f"render.text_check={self.text_check!r}: use {', '.join(TEXT_CHECKS)}")
         if self.workers < 1:
             p.append(f"render.workers={self.workers}: must be at least 1")
         if self.browsers < 0:
