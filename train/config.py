@@ -110,6 +110,7 @@ class GRPOSettings:
     generation: str = "auto"
     generation_compile: str = "auto"  # compiled: torch.compile the decode step (auto: on CUDA only; off: static cache only)
     generation_prompt_bucket: int = 256  # compiled: prompts left-padded to a multiple of this, so shapes repeat
+    generation_attention: str = "whole"  # compiled: decode attention over the whole static cache, or the filled part
     # Completions generated at once, per process: per_device_train_batch_size x steps_per_generation (TRL's
     # default steps_per_generation is gradient_accumulation_steps). 8 prompts x 8 per optimiser step:
     # per_device_train_batch_size=8, gradient_accumulation_steps=8. A steps_per_generation above
@@ -162,6 +163,8 @@ class GRPOSettings:
         self.generation_compile = _on_off(self.generation_compile)
         if self.generation_compile not in GENERATION_COMPILE:
             p.append(f"grpo.generation_compile={self.generation_compile!r}: use {', '.join(GENERATION_COMPILE)}")
+        if self.generation_attention not in ("filled", "whole"):
+            p.append(f"grpo.generation_attention={self.generation_attention!r}: use filled or whole")
         if self.generation_prompt_bucket < 1:
             p.append(f"grpo.generation_prompt_bucket={self.generation_prompt_bucket}: must be at least 1")
         if self.generation_batch_size is not None and self.steps_per_generation is not None:

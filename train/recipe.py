@@ -203,7 +203,8 @@ def generation_engine(cfg: TrainConfig):
         return None
     from salon.train.generation import CompiledGeneration
 
-    return CompiledGeneration(compile=cfg.grpo.generation_compile, prompt_bucket=cfg.grpo.generation_prompt_bucket)
+    return CompiledGeneration(compile=cfg.grpo.generation_compile, prompt_bucket=cfg.grpo.generation_prompt_bucket,
+                              attention=cfg.grpo.generation_attention)
 
 
 def generation_kwargs(g) -> dict:
