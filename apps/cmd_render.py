@@ -17,6 +17,7 @@ from pathlib import Path
 
 from salon.apps.output import emit
 from salon.curate.sandbox.gpu import GPU_FLAG_SETS, GPU_MODES
+from salon.curate.sandbox.ocr import TEXT_CHECKS
 
 DEFAULT_OUT = "salon-renders"
 
@@ -39,6 +40,8 @@ def add_parser(sub) -> None:
     p.add_argument("--ray", default=None, metavar="ADDRESS",
                    help="render on Ray actors: local (starts a local cluster), auto, or host:6379")
     p.add_argument("--actors", type=int, default=0, help="with --ray: actors (default one per two cluster CPUs)")
+    p.add_argument("--text-check", choices=TEXT_CHECKS, default="ocr",
+                   help="read every painting that passed the page's checks for words: ocr (the default) or off")
     p.add_argument("--json", action="store_true", help="one JSON object per input on its own line")
     p.set_defaults(run=run)
 
@@ -57,7 +60,8 @@ def run(args) -> int:
     from salon.curate.sandbox.render import RenderConfig, Renderer, RenderResult
     from salon.pool.errors import SetupError
 
-    config = RenderConfig(size=args.size, timeout_s=args.timeout, browsers=args.browsers, gpu=args.gpu, gl=args.gl)
+    config = RenderConfig(size=args.size, timeout_s=args.timeout, browsers=args.browsers, gpu=args.gpu, gl=args.gl,
+                          text_check=args.text_check)
     paths = [Path(s) for s in args.sketches]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
@@ -126,7 +130,7 @@ def _report(as_json: bool, path: Path, result, image: Path | None) -> None:
             "paint_fraction": None if result.paint_fraction is None else round(result.paint_fraction, 4),
             "render_ms": result.render_ms, "js_errors": result.js_errors,
             "image": str(image) if image else None, "render_unavailable": result.unavailable,
-            "gl": result.gl, "isolation": result.isolation,
+            "gl": result.gl, "isolation": result.isolation, "ocr_ms": result.ocr_ms,
         })
         return
     mark = "ok " if result.ok else "BAD"

@@ -42,7 +42,7 @@ def test_render_json_lines_for_files_replies_and_garbage(tmp_path):
     assert [r["file"] for r in rows] == ["bell.js", "reply.txt", "prose.txt", "bytes.js"]
     for r in rows:
         assert set(r) == {"file", "ok", "violations", "paint_fraction", "render_ms", "js_errors", "image",
-                          "render_unavailable", "gl", "isolation"}
+                          "render_unavailable", "gl", "isolation", "ocr_ms"}
         assert r["gl"] in ("", "swiftshader")  # "" when the gate stopped it before any browser
         assert r["isolation"] in ("netns", "browser-flags")  # named even when the gate stopped it
         assert r["render_unavailable"] is False

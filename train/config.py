@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from salon.curate.sandbox.gpu import GPU_FLAG_SETS, GPU_MODES
+from salon.curate.sandbox.ocr import TEXT_CHECKS
 from salon.pool.errors import ConfigError
 
 GENERATION_ENGINES = ("transformers", "compiled", "continuous_batching", "vllm_server", "vllm_colocate")
@@ -109,6 +110,7 @@ class GRPOSettings:
     generation: str = "auto"
     generation_compile: str = "auto"  # compiled: torch.compile the decode step (auto: on CUDA only; off: static cache only)
     generation_prompt_bucket: int = 256  # compiled: prompts left-padded to a multiple of this, so shapes repeat
+    generation_attention: str = "whole"  # compiled: decode attention over the whole static cache, or the filled part
     # Completions generated at once, per process: per_device_train_batch_size x steps_per_generation (TRL's
     # default steps_per_generation is gradient_accumulation_steps). 8 prompts x 8 per optimiser step:
     # per_device_train_batch_size=8, gradient_accumulation_steps=8. A steps_per_generation above
@@ -161,6 +163,8 @@ class GRPOSettings:
         self.generation_compile = _on_off(self.generation_compile)
         if self.generation_compile not in GENERATION_COMPILE:
             p.append(f"grpo.generation_compile={self.generation_compile!r}: use {', '.join(GENERATION_COMPILE)}")
+        if self.generation_attention not in ("filled", "whole"):
+            p.append(f"grpo.generation_attention={self.generation_attention!r}: use filled or whole")
         if self.generation_prompt_bucket < 1:
             p.append(f"grpo.generation_prompt_bucket={self.generation_prompt_bucket}: must be at least 1")
         if self.generation_batch_size is not None and self.steps_per_generation is not None:
@@ -293,6 +297,7 @@ class RenderSettings:
     prefetch: bool = True  # start rendering as soon as generation returns, before TRL's logprob passes
     gpu: str = "auto"  # WebGL on the node's GPU when Chromium can draw there, else SwiftShader (salon.curate.sandbox.gpu)
     gl: str = ""  # the GPU flag set: "" = the first that draws (vulkan-canvas); vulkan-icd = exact repeats, 2D on the CPU
+    text_check: str = "ocr"  # read every painting that passed the page for words (text_label); off: skip (salon.curate.sandbox.ocr)
     ray_address: str = "local"  # ray: local (a private cluster on this machine), auto, host:6379, ray://host:10001
     actors: int = 0  # ray: render actors; 0 = one per `cpus_per_actor` cluster CPUs
     cpus_per_actor: float = 2.0  # ray: CPUs each actor reserves (one SwiftShader render keeps ~1.8 busy)
@@ -312,6 +317,8 @@ class RenderSettings:
             p.append(f"render.gl={self.gl!r} names a GPU flag set, but render.gpu=off: drop one of them")
         elif self.gl and self.backend == "env":
             p.append(f"render.gl={self.gl!r}: with render.backend=env the server draws where its own --gpu says")
+        if self.text_check not in TEXT_CHECKS:
+            p.append(f"render.text_check={self.text_check!r}: use {', '.join(TEXT_CHECKS)}")
         if self.workers < 1:
             p.append(f"render.workers={self.workers}: must be at least 1")
         if self.browsers < 0:

@@ -175,10 +175,12 @@ def build_render_backend(cfg: TrainConfig, processes: int = 1):
         browsers = r.browsers or max(1, int(r.cpus_per_actor // 2))
         return open_backend(BackendConfig(backend="ray", address=r.ray_address, actors=r.actors,
                                           cpus_per_actor=r.cpus_per_actor),
-                            RenderConfig(browsers=browsers, timeout_s=r.timeout_s, gpu=r.gpu, gl=r.gl))
+                            RenderConfig(browsers=browsers, timeout_s=r.timeout_s, gpu=r.gpu, gl=r.gl,
+                                         text_check=r.text_check))
     from salon.train.render_workers import RenderPool
 
-    return RenderPool(RenderConfig(browsers=r.browsers, timeout_s=r.timeout_s, gpu=r.gpu, gl=r.gl), workers=r.workers)
+    return RenderPool(RenderConfig(browsers=r.browsers, timeout_s=r.timeout_s, gpu=r.gpu, gl=r.gl, text_check=r.text_check),
+                      workers=r.workers)
 
 
 # ---- 4. trainer ------------------------------------------------------------------------------------
@@ -227,7 +229,8 @@ def generation_engine(cfg: TrainConfig):
         return None
     from salon.train.generation import CompiledGeneration
 
-    return CompiledGeneration(compile=cfg.grpo.generation_compile, prompt_bucket=cfg.grpo.generation_prompt_bucket)
+    return CompiledGeneration(compile=cfg.grpo.generation_compile, prompt_bucket=cfg.grpo.generation_prompt_bucket,
+                              attention=cfg.grpo.generation_attention)
 
 
 def generation_kwargs(g) -> dict:

@@ -37,9 +37,9 @@ def find_node_modules(explicit: str = "") -> Path:
                   str(Path(__file__).resolve().parents[2] / "node_modules")]
     for c in filter(None, candidates):
         p = Path(c)
-        if (p / "p5/lib/p5.min.js").is_file() and (p / "p5.brush/dist/p5.brush.js").is_file():
+        if all((p / f).is_file() for f in ("p5/lib/p5.min.js", "p5.brush/dist/p5.brush.js", "ses/dist/lockdown.umd.min.js")):
             return p
-    raise SetupError("p5 and p5.brush are not installed: run `npm ci` in the salon checkout "
+    raise SetupError("p5, p5.brush and ses are not installed: run `npm ci` in the salon checkout "
                      "(or point SALON_NODE_MODULES at a node_modules folder that has them)")
 
 
@@ -47,7 +47,7 @@ def find_node_modules(explicit: str = "") -> Path:
 @dataclass(frozen=True)
 class PageAssets:
     document: bytes  # "/": an empty page; its policy (PAGE_CSP) comes with it as a header
-    scripts: tuple[str, ...]  # guard, p5, p5.brush, start: run in this order in every new document
+    scripts: tuple[str, ...]  # guard, p5, p5.brush, ses, start: run in this order in every new document
 
 
 # An empty page. The scripts that make it a sandbox are the browser's to run, not the document's:
@@ -62,14 +62,19 @@ def page_assets(config) -> PageAssets:
     guard = guard.replace("__SALON_SIZE__", str(int(config.size)))
     guard = guard.replace("__SALON_GPU_BUDGET__", str(int(config.gpu_memory_mb) * 2**20))
     guard = guard.replace("__SALON_GLYPHS__", json.dumps(list(gate.GLYPH_CALLS)))
+    guard = guard.replace("__SALON_GL_PAINT__", json.dumps(list(GL_PAINT)))
+    guard = guard.replace("__SALON_BINDING__", json.dumps(REPORT_BINDING))
     start = (_PAGE_DIR / "start.js").read_text()
     start = start.replace("__SALON_BARE__", json.dumps(list(gate.BARE_PRIMITIVES)))
     start = start.replace("__SALON_TEXT__", json.dumps([c for c in gate.TEXT_CALLS if c not in gate.GLYPH_CALLS]))
     start = start.replace("__SALON_GLYPHS__", json.dumps(list(gate.GLYPH_CALLS)))
     start = start.replace("__SALON_SHADERS__", json.dumps(list(gate.SHADER_CALLS)))
+    start = start.replace("__SALON_PIXELS__", json.dumps(list(gate.PIXEL_CALLS)))
+    start = start.replace("__SALON_CALLBACKS__", json.dumps(list(_P5_CALLBACKS)))
     start = start.replace("__SALON_DOM__", json.dumps(list(_P5_DOM)))
     sources = {GUARD_URL: guard, "/p5.min.js": (nm / "p5/lib/p5.min.js").read_text(),
-               "/p5.brush.js": (nm / "p5.brush/dist/p5.brush.js").read_text(), START_URL: start}
+               "/p5.brush.js": (nm / "p5.brush/dist/p5.brush.js").read_text(),
+               "/ses.js": (nm / "ses/dist/lockdown.umd.min.js").read_text(), START_URL: start}
     # Each keeps its name in stack traces, which is how the guard tells who called (guard.js).
     return PageAssets(DOCUMENT, tuple(f"{src}\n//# sourceURL={PAGE_ORIGIN}{url}\n" for url, src in sources.items()))
 
@@ -89,6 +94,25 @@ PAGE_CSP = "; ".join([
     "require-trusted-types-for 'script'", "trusted-types salon", "sandbox allow-scripts",
 ])
 
+
+# The WebGL calls that put paint somewhere, or change how later paint lands (guard.js lets them
+# through only from p5.brush, the paper and p5's own frame loop): draws, clears, blits, texture
+# uploads and copies, and the state p5.brush's own paint would inherit (scissor, blending, masks,
+# the viewport, the framebuffer bound).
+GL_PAINT = ("drawArrays drawElements drawArraysInstanced drawElementsInstanced drawRangeElements clear "
+            "clearBufferfv clearBufferiv clearBufferuiv clearBufferfi blitFramebuffer texImage2D "
+            "texSubImage2D texImage3D texSubImage3D copyTexImage2D copyTexSubImage2D copyTexSubImage3D "
+            "compressedTexImage2D compressedTexSubImage2D compressedTexImage3D compressedTexSubImage3D "
+            "scissor enable disable clearColor colorMask blendFunc blendFuncSeparate blendEquation "
+            "blendEquationSeparate blendColor viewport depthMask bindFramebuffer").split()
+# The DevTools binding the guard reports through (pages.py adds it to every page; guard.js takes
+# it and removes it from the window before anything else runs).
+REPORT_BINDING = "__salonReport"
+
+# The sketch's functions p5 calls by name from the window (start.js runs them in the sketch's turn).
+_P5_CALLBACKS = ("setup draw preload mousePressed mouseReleased mouseClicked mouseMoved mouseDragged mouseWheel "
+                 "doubleClicked keyPressed keyReleased keyTyped touchStarted touchMoved touchEnded windowResized "
+                 "deviceMoved deviceTurned deviceShaken").split()
 
 _P5_DOM = ("createDiv createP createSpan createImg createA createSlider createButton createCheckbox "
            "createSelect createRadio createColorPicker createInput createFileInput createVideo "

@@ -53,6 +53,9 @@ BARE_PRIMITIVES = (
     "endShape bezierVertex curveVertex quadraticVertex beginContour endContour plane box "
     "sphere cylinder cone torus ellipsoid image model createGraphics createFramebuffer"
 ).split()
+# p5's own ways to put pixels on the canvas but for primitives: the page counts them as
+# bare_primitives unless p5.brush calls them (no static check: `set(` and `filter(` are common names).
+PIXEL_CALLS = ("loadPixels updatePixels set copy blend filter").split()
 # Shaders of the sketch's own bypass p5.brush too, and on the GPU path a looping one would hold
 # the card shared with training; the page refuses them (start.js), the source check flags them.
 SHADER_CALLS = (

@@ -18,19 +18,54 @@ sketch, each served once, is refused, and reported when the document is the sket
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
 import time
+from pathlib import Path
 
 from salon.curate.sandbox.chromium import BASE_CHROMIUM_ARGS
-from salon.curate.sandbox.assets import HTML_CONTENT_TYPE, JS_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, SCRIPT_HEADERS, SKETCH_PATH
+from salon.curate.sandbox.assets import (HTML_CONTENT_TYPE, JS_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, REPORT_BINDING,
+                                         SCRIPT_HEADERS, SKETCH_PATH)
 from salon.curate.sandbox.gpu import driver_env
+from salon.curate.sandbox.gpu_watch import GpuWatch
+
+# A sketch may not name itself: V8 would put the name of its `//# sourceURL=` comment in every
+# stack frame of the sketch, and the guard reads frames to tell whose call it is (guard.js).
+_SOURCE_NAME_RE = re.compile(r"([#@]\s*source(?:Mapping)?URL)(\s*=)")
+SKETCH_NAME = f"\n//# sourceURL={PAGE_ORIGIN}{SKETCH_PATH}\n"
+
+
+def served_sketch(code: str) -> bytes:
+    """The sketch as the page gets it: its own source-name comments defused, salon's name last."""
+    return (_SOURCE_NAME_RE.sub(r"\1-defused\2", code) + SKETCH_NAME).encode("utf-8", "replace")
+
 
 async def give_page_scripts(cdp, scripts: tuple[str, ...]) -> None:
     """The page's own scripts (assets.PageAssets.scripts), once per page: the browser runs them
     in every new document of it, in this order, before anything of the document's own."""
     await cdp.send("Page.enable")  # the scripts are the Page domain's, dropped if it is disabled
+    # The guard's channel out, in every document before the guard runs (guard.js takes it); only
+    # with the Runtime domain enabled is it there before the page's scripts.
+    await cdp.send("Runtime.enable")
+    await cdp.send("Runtime.addBinding", {"name": REPORT_BINDING})
     for source in scripts:
         await cdp.send("Page.addScriptToEvaluateOnNewDocument", {"source": source})
+
+
+def pids_with_marker(markers: set[str]) -> list[int]:
+    """Process ids whose command line holds one of these switches (a browser's marker: launch())."""
+    wanted = {m.encode() for m in markers}
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                args = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if wanted.intersection(args):
+                pids.append(int(entry.name))
+    return sorted(pids)
 
 
 class SandboxPage:
@@ -39,6 +74,8 @@ class SandboxPage:
     def __init__(self, context, page):
         self.context, self.page = context, page
         self.cdp = None  # the page's DevTools session (its history is reset per document)
+        self.frame_id = ""  # the main frame's, for the isolated world of each new document
+        self.capture_world = 0  # execution context of this document's isolated world (render.py reads the painting there)
         self.sketches = 0  # sketches this page has rendered, one document each
         self.new_document()
 
@@ -48,8 +85,35 @@ class SandboxPage:
         self.loading = True
         self.network: list[str] = []  # what the browser saw the page try, as guard-style details
         self.crashed = False
+        self.killed_for = ""  # why salon killed the page from outside (render.py's GPU memory watch)
         self.sketch: str | None = None  # set when the sketch starts; served once, as SKETCH_PATH
         self.served: set[str] = set()  # the document and the sketch are served once each
+        # What the guard reported over its binding, as it happened: salon's record, not the page's.
+        self.violations: list[tuple[str, str]] = []  # (code, detail)
+        self.finished: asyncio.Future = asyncio.get_running_loop().create_future()  # the guard's "done" message
+
+    def on_report(self, event: dict) -> None:
+        """A Runtime.bindingCalled event: one message of the guard's, kept unless it belongs to a
+        document already left (the previous sketch, judged) or is not the guard's shape."""
+        if self.loading or event.get("name") != REPORT_BINDING:
+            return
+        try:
+            message = json.loads(event.get("payload", ""))
+        except ValueError:
+            return
+        if not isinstance(message, dict):
+            return
+        if message.get("t") == "violation" and len(self.violations) < 500:
+            self.violations.append((str(message.get("code", "")), str(message.get("detail", ""))[:300]))
+        elif message.get("t") == "done" and not self.finished.done():
+            self.finished.set_result(message)
+
+    def lost(self, why: str, crashed: bool = False) -> None:
+        """The renderer or the browser went away: no "done" will come for this document."""
+        self.crashed = self.crashed or crashed
+        if not self.finished.done():
+            self.finished.set_exception(RuntimeError(why))
+            self.finished.exception()  # retrieved: render.py may have stopped waiting already
 
     def refuse(self, what: str) -> None:
         if not self.loading and len(self.network) < 20:
@@ -82,6 +146,8 @@ class SandboxBrowser:
             executable_path=self.r.isolation.executable, headless=True, args=BASE_CHROMIUM_ARGS + gl.args + [self.marker],
             env=driver_env() if gl.gpu else None)
         self.browser.on("disconnected", lambda _: setattr(self, "dead", True))
+        pids = pids_with_marker({self.marker})
+        self.gpu_watch = GpuWatch(pids[0] if pids else None, on_card=gl.gpu)
         self.dead = False
         self.renders = 0
         self._refill()
@@ -108,8 +174,7 @@ class SandboxBrowser:
                     await route.fulfill(body=assets.document, content_type=HTML_CONTENT_TYPE,
                                         headers={"Content-Security-Policy": PAGE_CSP})
                 else:
-                    await route.fulfill(body=sp.sketch.encode("utf-8", "replace"), content_type=JS_CONTENT_TYPE,
-                                        headers=SCRIPT_HEADERS)
+                    await route.fulfill(body=served_sketch(sp.sketch), content_type=JS_CONTENT_TYPE, headers=SCRIPT_HEADERS)
             else:
                 sp.refuse(("navigation to " if req.is_navigation_request() else "request to ") + req.url[:120])
                 await route.abort("blockedbyclient")
@@ -127,7 +192,8 @@ class SandboxBrowser:
         await context.route_web_socket("**/*", route_ws)
         context.on("page", lambda p: (sp.refuse("popup"), asyncio.ensure_future(p.close())) if p != page else None)
         page.on("dialog", lambda d: (sp.refuse(f"dialog {d.type}"), asyncio.ensure_future(d.dismiss())))
-        page.on("crash", lambda _: setattr(sp, "crashed", True))
+        page.on("crash", lambda _: sp.lost("page crashed (out of memory?)", crashed=True))
+        self.browser.on("disconnected", lambda _: sp.lost("browser disconnected"))
         page.on("console", console)
         # New realms are refused in the page (guard.js); the browser reports any that appear anyway.
         page.on("frameattached", lambda f: sp.refuse(f"a new realm: frame {f.url[:80] or 'about:blank'}"))
@@ -135,7 +201,9 @@ class SandboxBrowser:
         page.on("framenavigated", lambda f: sp.refuse(f"navigation to {f.url[:120]}") if f == page.main_frame else None)
         try:
             sp.cdp = await context.new_cdp_session(page)
+            sp.cdp.on("Runtime.bindingCalled", lambda event: sp.on_report(event))
             await give_page_scripts(sp.cdp, assets.scripts)
+            sp.frame_id = (await sp.cdp.send("Page.getFrameTree"))["frameTree"]["frame"]["id"]
             await self._load(sp)
         except BaseException:
             await sp.close()
@@ -151,7 +219,10 @@ class SandboxBrowser:
         await sp.cdp.send("Page.resetNavigationHistory")
         if not await sp.page.evaluate("() => !!(window.__salon && window.__salon.ready) && history.length === 1"):
             errors = await sp.page.evaluate("() => (window.__salon && window.__salon.errors) || []")
-            raise RuntimeError(f"sandbox page did not load p5/p5.brush: {errors[:3]}")
+            raise RuntimeError(f"sandbox page did not load p5/p5.brush/ses or lost its report channel: {errors[:3]}")
+        # A world of its own over this document's DOM, with builtins no sketch has touched.
+        world = await sp.cdp.send("Page.createIsolatedWorld", {"frameId": sp.frame_id, "worldName": "salon-capture"})
+        sp.capture_world = world["executionContextId"]
         sp.loading = False
 
     async def _next_document(self, sp: SandboxPage) -> SandboxPage:

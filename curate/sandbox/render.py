@@ -26,18 +26,20 @@ codes (gate.py), a dead browser gets `render_unavailable` and is replaced.
 from __future__ import annotations
 
 import asyncio
-import base64
 import os
 import shutil
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from salon.curate.sandbox import gate
 from salon.curate.sandbox.assets import page_assets
+from salon.curate.sandbox import ocr
+from salon.curate.sandbox.capture import read_painting
+from salon.curate.sandbox.ocr import TEXT_CHECKS
 from salon.curate.sandbox.isolation import ISOLATION_MODES, Isolation, resolve_isolation
 from salon.curate.sandbox.chromium import BASE_CHROMIUM_ARGS, find_chromium
-from salon.curate.sandbox.pages import SandboxBrowser
+from salon.curate.sandbox.gpu_watch import WATCH_EVERY_S
+from salon.curate.sandbox.pages import SandboxBrowser, SandboxPage, pids_with_marker
 from salon.curate.sandbox.gpu import GPU_FLAG_SETS, GPU_MODES, GLPath, choose_gl_path
 from salon.pool.errors import ConfigError, SetupError
 from salon.pool.paint import paint_fraction
@@ -48,6 +50,17 @@ from salon.pool.paint import paint_fraction
 # runs, 24x1, 32x1, 24x2, 8x2, 8x4, 4x4 and 4x8 slower. The card is busy all the time there (about
 # 120 ms per heavy painting, as much as one painting alone needs), so more pages only queue.
 GPU_PAGES = 1
+
+
+# What a crash retry renders when the sketch died twice: if this cannot render, the browser is at fault.
+PROBE_SKETCH = """function setup() {
+  createCanvas(600, 600, WEBGL);
+  background("#fbf6ea");
+  brush.noStroke();
+  brush.fill("#3a6ea5", 200);
+  brush.circle(0, 0, 120);
+}
+"""
 
 
 def gpu_browsers() -> int:
@@ -73,6 +86,13 @@ class RenderConfig:
     # A new context costs about three times the CPU of a new document (process start-up); on the
     # H200 reuse took the GPU path from 5.1 to 8.3 heavy renders/s (bench_render_gpu_h200.json).
     sketches_per_page: int = 50
+    # Words on the painting itself, whatever drew them (ocr.py): every image that passed the page's
+    # checks is read, and a word makes it text_label. "off" skips the reading.
+    text_check: str = "ocr"
+    # What the browser's GPU process may grow by during one sketch, watched from outside the page
+    # (gpu_watch.py): past it, the page is killed (runtime_error). 0 = gpu_memory_mb + 1024, room
+    # for p5.brush's own buffers beside everything the page's budget counts.
+    gpu_process_mb: int = 0
 
     def __post_init__(self):
         problems = []
@@ -96,6 +116,10 @@ class RenderConfig:
             problems.append(f"gl must be one of {', '.join(GPU_FLAG_SETS)} (or empty: the first that draws), got {self.gl!r}")
         elif self.gl and self.gpu == "off":
             problems.append(f"gl={self.gl!r} names a GPU flag set, but gpu is off: use gpu=auto or on, or drop gl")
+        if self.text_check not in TEXT_CHECKS:
+            problems.append(f"text_check must be one of {', '.join(TEXT_CHECKS)}, got {self.text_check!r}")
+        if self.gpu_process_mb < 0:
+            problems.append(f"gpu_process_mb must be >= 0 (0 = gpu_memory_mb + 1024), got {self.gpu_process_mb}")
         if not 16 <= self.gpu_memory_mb <= 65536:
             problems.append(f"gpu_memory_mb must be between 16 and 65536, got {self.gpu_memory_mb}")
         if problems:
@@ -126,6 +150,7 @@ class RenderResult:
     details: list[str] = field(default_factory=list)  # what the guard saw, for people
     gl: str = ""  # the GL path that drew it: "swiftshader" or the GPU flag set ("" when no browser ran)
     isolation: str = ""  # how the browser was kept off the network: "netns" or "browser-flags" (isolation.py)
+    ocr_ms: int | None = None  # time the text check took on this image (None: not read)
 
     @classmethod
     def infra(cls, reason: str, render_ms: int = 0) -> RenderResult:
@@ -162,6 +187,8 @@ class Renderer:
         self._playwright = await self._pw_cm.start()
         self._restart_lock = asyncio.Lock()
         try:
+            if self.config.text_check == "ocr":
+                await asyncio.to_thread(ocr.preload)  # once per process, before the first painting waits on it
             self.isolation = resolve_isolation(self.config.isolation, self._chromium)
             self.gl = await choose_gl_path(self.config.gpu, self._playwright, self.isolation.executable,
                                            BASE_CHROMIUM_ARGS, binary=self._chromium, only=self.config.gl)
@@ -189,17 +216,7 @@ class Renderer:
 
     def browser_pids(self) -> list[int]:
         """Main process ids of the live browsers (Linux /proc; for memory accounting and tests)."""
-        markers = {b.marker.encode() for b in self._browsers if not b.dead}
-        pids = []
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    args = (entry / "cmdline").read_bytes().split(b"\0")
-                except OSError:
-                    continue
-                if markers.intersection(args):
-                    pids.append(int(entry.name))
-        return sorted(pids)
+        return pids_with_marker({b.marker for b in self._browsers if not b.dead})
 
     async def _browser_for_next(self) -> SandboxBrowser:
         async with self._restart_lock:
@@ -227,68 +244,128 @@ class Renderer:
         static = gate.static_violations(code)
         if static and not self.config.render_rejects:
             return RenderResult(ok=False, violations=static, render_ms=_ms(t0))
+        timeout_s = timeout_s or self.config.timeout_s
         async with self._capacity:
             try:
                 browser = await self._browser_for_next()
             except Exception as e:
                 return RenderResult.infra(f"render_unavailable: browser could not start: {e}", _ms(t0))
-            browser.inflight += 1
-            try:
-                return await self._render_on(browser, code, seed, static, timeout_s or self.config.timeout_s)
-            finally:
-                browser.inflight -= 1
-                browser.renders += 1
+            first, crashed = await self._render_counted(browser, code, seed, static, timeout_s)
+            if not crashed:
+                return first
+            # The renderer or the browser died under the sketch: once more, alone in a fresh browser.
+            again, crashed = await self._in_fresh_browser(code, seed, static, timeout_s)
+            if not crashed:
+                return again
+            # Twice: the sketch's doing, unless a known-good sketch cannot render there either.
+            probe, _ = await self._in_fresh_browser(PROBE_SKETCH, 0, [], timeout_s)
+            if not probe.ok:
+                return RenderResult.infra("render_unavailable: the browser died under this sketch twice and failed "
+                                          f"a known-good sketch too: {(probe.js_errors or [''])[0]}", _ms(t0))
+            return RenderResult(ok=False, violations=gate.verdict(static, ["runtime_error"], None), render_ms=_ms(t0),
+                                js_errors=again.js_errors, gl=again.gl or first.gl, details=[
+                                    "runtime_error: the sketch's renderer died twice, in two browsers, while a known-good "
+                                    f"sketch renders (out of memory, or a crash it causes): {(again.js_errors or [''])[0]}"])
+
+    async def _render_counted(self, browser: SandboxBrowser, code, seed, static, timeout_s) -> tuple[RenderResult, bool]:
+        browser.inflight += 1
+        try:
+            return await self._render_on(browser, code, seed, static, timeout_s)
+        finally:
+            browser.inflight -= 1
+            browser.renders += 1
+
+    async def _in_fresh_browser(self, code, seed, static, timeout_s) -> tuple[RenderResult, bool]:
+        """A render on a browser of its own, started for it and closed after (a crash retry)."""
+        fresh = SandboxBrowser(self)
+        try:
+            await fresh.launch()
+            return await self._render_counted(fresh, code, seed, static, timeout_s)
+        except Exception as e:
+            return RenderResult.infra(f"render_unavailable: a fresh browser could not start: {e}"), True
+        finally:
+            await fresh.close()
 
     async def _render_on(self, browser: SandboxBrowser, code: str, seed: int, static: list[str],
-                         timeout_s: float) -> RenderResult:
+                         timeout_s: float) -> tuple[RenderResult, bool]:
+        """The sketch's result on this browser, and whether its renderer or the browser died under it."""
         try:
             sp = await browser.take()
         except Exception as e:
             browser.dead = True
-            return RenderResult.infra(f"render_unavailable: page could not open: {e}")
+            return RenderResult.infra(f"render_unavailable: page could not open: {e}"), False
         t0 = time.perf_counter()
         sp.sketch = code or ""  # None (render_rejects) is served as an empty sketch: no_sketch, nothing else
+        status, errors, painting, extra = "error", [], None, []
+        watch = asyncio.ensure_future(self._watch_gpu(browser, sp, self.config.gpu_process_mb or self.config.gpu_memory_mb + 1024))
         try:
-            outcome = await asyncio.wait_for(
-                sp.page.evaluate("(s) => window.__salon.start(s)", int(seed) & 0xFFFFFFFF), timeout_s)
+            # start() returns at once; the guard's "done" comes over its binding (pages.py)
+            await asyncio.wait_for(sp.cdp.send("Runtime.evaluate", {
+                "expression": f"window.__salon.start({int(seed) & 0xFFFFFFFF})"}), timeout_s)
+            left = lambda: max(0.1, timeout_s - (time.perf_counter() - t0))  # noqa: E731
+            done = await asyncio.wait_for(asyncio.shield(sp.finished), left())
+            status, errors = str(done.get("status")), [str(e)[:500] for e in done.get("errors", [])][:20]
+            if int(done.get("sent", 0)) > len(sp.violations):
+                extra.append(("runtime_error", "runtime_error: the page's report lost some of what it had sent"))
+            # The read waits for the GPU process to finish drawing (SwiftShader draws behind the
+            # page's back): it is part of the sketch's time, not extra.
+            painting = await asyncio.wait_for(read_painting(sp, self.config.size), left())
         except asyncio.TimeoutError:
-            outcome = {"status": "timeout", "violations": ["timeout"], "details": [
-                f"timeout: no finished frame within {timeout_s:g} s"], "errors": [], "image": None}
-            seen = await _report_if_answering(sp.page)  # what the guard saw before time ran out
-            outcome["violations"] += seen.get("violations", [])
-            outcome["details"] += seen.get("details", [])
-            outcome["errors"] = seen.get("errors", [])
+            if status != "error" or not sp.finished.done():  # no "done" in time, or a painting that would not come out
+                status = "timeout"
+                extra.append(("timeout", f"timeout: no finished painting within {timeout_s:g} s"))
         except Exception as e:
             await asyncio.sleep(0.05)  # let a 'disconnected' event land before deciding whose fault
             if browser.dead or not browser.browser.is_connected():
                 browser.dead = True
                 await sp.close(2)
-                return RenderResult.infra(f"render_unavailable: browser died: {e}", _ms(t0))
-            reason = "page crashed (out of memory?)" if sp.crashed else str(e).splitlines()[0][:300]
-            outcome = {"status": "error", "violations": ["runtime_error"], "details": [f"runtime_error: {reason}"],
-                       "errors": [reason], "image": None}
+                return RenderResult.infra(f"render_unavailable: browser died: {e}", _ms(t0)), True
+            reason = sp.killed_for or ("page crashed (out of memory?)" if sp.crashed else str(e).splitlines()[0][:300])
+            status, errors = "error", [reason]
+            extra.append(("runtime_error", f"runtime_error: {reason}"))
+        finally:
+            watch.cancel()
         render_ms = _ms(t0)
+        reported = sp.violations + extra  # salon's record of what the page reported, as it happened
         network = sp.network  # the next document starts a list of its own
-        clean = (outcome.get("status") == "ok" and outcome.get("image") and not outcome.get("violations")
-                 and not network and not static and not sp.crashed)
+        png = painting.png if painting else None
+        clean = status == "ok" and png and not reported and not network and not static and not sp.crashed
         if not browser.reuse(sp, clean) and not await sp.close():
             browser.dead = True  # a page that will not close means a wedged browser: replace it
-        png = _decode_data_url(outcome.get("image"))
         fraction = await asyncio.to_thread(paint_fraction, png) if png else None
-        runtime = list(outcome.get("violations", [])) + [d.split(":")[0] for d in network]
-        errors = list(outcome.get("errors", []))
-        if any("WEBGL" in e for e in errors):
+        runtime = [code for code, _ in reported] + [d.split(":")[0] for d in network]
+        if painting and not painting.webgl or any("WEBGL" in e for e in errors):
             runtime.append("not_webgl")
         violations = gate.verdict(static, runtime, fraction)
-        no_image = png is None and outcome.get("status") == "ok" and not violations
-        if no_image:  # finished, and nothing to judge: the sketch emptied or shrank its canvas
+        words, ocr_ms = [], None
+        if png is not None and not violations and self.config.text_check == "ocr":
+            words, ocr_ms = await asyncio.to_thread(ocr.words, png)
+            if words:
+                violations = gate.verdict(static, runtime + ["text_label"], fraction)
+        no_image = png is None and status == "ok" and not violations
+        if no_image:  # finished, and nothing to judge: the sketch emptied, shrank or lost its canvas
             violations = ["blank_canvas"]
         return RenderResult(
             ok=not violations and png is not None, violations=violations, paint_fraction=fraction,
             render_ms=render_ms, js_errors=errors, png=png,
-            details=list(outcome.get("details", [])) + network
-            + (["blank_canvas: the canvas gave no image (emptied or zero-sized)"] if no_image else []),
-            gl=browser.r.gl.name)
+            details=[detail for _, detail in reported] + network + [f"text_label: {w.describe()}" for w in words]
+            + ([f"blank_canvas: {painting.problem if painting else 'no painting'}"] if no_image else []),
+            gl=browser.r.gl.name, ocr_ms=ocr_ms), sp.crashed
+
+    async def _watch_gpu(self, browser: SandboxBrowser, sp: SandboxPage, limit_mb: int) -> None:
+        """Kill the page when the browser's GPU process grows past limit_mb during its sketch."""
+        base = await asyncio.to_thread(browser.gpu_watch.used_mb)
+        if base is None:
+            return  # nothing to read here (no /proc, no driver figure): the page's own budget stands alone
+        while True:
+            await asyncio.sleep(WATCH_EVERY_S)
+            now = await asyncio.to_thread(browser.gpu_watch.used_mb)
+            if now is not None and now - base > limit_mb:
+                sp.killed_for = (f"GPU memory: the browser's GPU process grew by {now - base:.0f} MB during the sketch, "
+                                 f"past {limit_mb} MB (RenderConfig.gpu_process_mb)")
+                sp.lost(sp.killed_for)
+                await sp.close(2)
+                return
 
     async def render_many(self, items, progress: bool = False, desc: str = "render") -> list[RenderResult]:
         """Render (code, seed) pairs concurrently; results in input order."""
@@ -320,22 +397,6 @@ def render_sketches(codes: list[str | None], seeds: list[int] | int = 0, config:
             return await renderer.render_many(zip(codes, seed_list), progress=progress)
 
     return asyncio.run(run())
-
-
-async def _report_if_answering(page, timeout_s: float = 1.0) -> dict:
-    """The guard's findings from a page that timed out, if its main thread still answers (a
-    sketch stuck in a loop holds it; one waiting on the GPU process does not)."""
-    try:
-        return await asyncio.wait_for(page.evaluate("() => window.__salon.report"), timeout_s) or {}
-    except Exception:
-        return {}
-
-
-def _decode_data_url(url: str | None) -> bytes | None:
-    if not url or not url.startswith("data:image/png;base64,"):
-        return None
-    png = base64.b64decode(url.split(",", 1)[1])
-    return png if len(png) > 100 else None
 
 
 def _ms(t0: float) -> int:

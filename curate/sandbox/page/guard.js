@@ -13,25 +13,46 @@
 //   - every WebGL allocation is charged to the page's GPU budget;
 //   - Math.random is seeded, and nothing the sketch can reach changes the verdict's state.
 // Everything it reports is a stable violation code (gate.py). Blocked calls throw.
+//
+// The realm is the sketch's too, so nothing here trusts what the sketch could change: every
+// JavaScript intrinsic is frozen (ses lockdown, at the end of start.js) before the sketch runs,
+// the DOM and WebGL functions this file calls are the ones it kept before any sketch ran, each
+// violation leaves the page as it happens over a DevTools binding the sketch never sees
+// (pages.py), and the painting is read by salon from an isolated world (render.py), never here.
 (() => {
   "use strict";
   const SKETCH = "salon-sketch.js", GUARD = "salon-guard.js", START = "salon-start.js";
+  const BRUSH = "/p5.brush.js", P5 = "/p5.min.js";
   const SIZE = __SALON_SIZE__, GPU_BUDGET = __SALON_GPU_BUDGET__;
+  // The channel out: a DevTools binding (Runtime.addBinding, pages.py), taken and removed from
+  // the window before anything else runs. Each call is an event at salon's end: what was sent
+  // cannot be taken back, and a page that never says "done" is judged by what it did send.
+  const BINDING = __SALON_BINDING__;
+  const send = window[BINDING];
+  delete window[BINDING];
+  const stringify = JSON.stringify, E = Error, apply = Reflect.apply;
+  const post = (message) => { if (typeof send === "function") send(stringify(message)); };
+  // A value of the sketch's, named without running any of its code (no toString, no getter).
+  const named = (v) => (typeof v === "string" ? v : typeof v === "number" || typeof v === "boolean" ? String(v) : "a " + typeof v);
   // A reused page's documents share one browsing context, whose name outlives a navigation
   // (render.py): emptied before anything else can run.
   window.name = "";
   // Internal state: in this closure, never on window (a sketch could clear a violation otherwise).
   const I = { violations: new Set(), details: [], errors: [], seed: 0, size: SIZE, started: false, settled: false,
-    own: new WeakSet() };  // own: nodes this page inserts itself (the sketch's script element)
+    own: new WeakSet(), mode: "page", paperDepth: 0 };  // own: nodes this page inserts itself (the sketch's script element)
   const define = (obj, name, value) => Object.defineProperty(obj, name, { value, writable: false, configurable: false });
+  // A prototype's method fixed for good, that an instance may still shadow with one of its own by
+  // assignment (p5 wraps some of its WebGL context's methods so): the shadow still ends in this one.
+  const overridable = (proto, name, value) => Object.defineProperty(proto, name, { configurable: false, get() { return value; },
+    set(v) {
+      if (this === proto) throw new TypeError("salon sandbox: " + name + " is fixed");
+      Object.defineProperty(this, name, { value: v, writable: true, enumerable: true, configurable: true });
+    } });
   // Fixed, so a sketch cannot empty the stacks every "who called" check reads (stackTraceLimit = 0).
-  // The caller is at most the fifth frame of such a stack (frames(), I.sketchCalled, a wrapper or
-  // two of this page's); 12 leaves room and keeps the check cheap, since it runs on every p5
-  // primitive p5.brush calls.
-  define(Error, "stackTraceLimit", 12);
-  // The capture's own reference, taken before any sketch runs: a sketch that replaces the
-  // prototype's toDataURL changes nothing the capture sees.
-  const toDataURL = HTMLCanvasElement.prototype.toDataURL;
+  // The caller is at most the sixth frame of such a stack (frames(), I.caller, a check and a
+  // wrapper or two of this page's); 16 leaves room and keeps the check cheap, since it runs on
+  // every p5 primitive and WebGL paint call p5.brush makes.
+  define(Error, "stackTraceLimit", 16);
 
   // Mulberry32, reseeded per sketch; p5.brush seeds its own PRNG from Math.random at load.
   let state = 1;
@@ -44,14 +65,52 @@
   I.reseed = (seed) => { state = seed | 0; };
   define(Math, "random", random);
 
-  // The page's own frames (this file and start.js) are never the caller.
-  const frames = () => String(new Error().stack).split("\n").slice(1).filter((l) => !l.includes(GUARD) && !l.includes(START));
-  // The sketch called this directly (not p5 or p5.brush on its behalf). Used only where p5.brush
-  // legitimately makes the same call (p5 primitives, 2D contexts), never for text, DOM or network.
-  I.sketchCalled = () => { const f = frames(); return f.length > 0 && f[0].includes(SKETCH); };
+  // Who called, read from a stack only this page can shape: its depth is fixed above, the
+  // sketch's own sourceURL comments are defused before it is served (pages.py), and the stack
+  // hook (Error.prepareStackTrace) is put back to lockdown's own before every read (start.js sets
+  // I.resetStacks). The page's own frames (this file and start.js) are never the caller, nor are
+  // native frames (Array.prototype.forEach, a bound function).
+  I.resetStacks = () => {};
+  const frames = () => {
+    I.resetStacks();
+    return String(new E().stack).split("\n").slice(1).filter((l) => l.includes("://") && !l.includes(GUARD) && !l.includes(START));
+  };
+  // The sketch called this itself: its frame is the first, or no script frame is there at all
+  // (a bound function a timer or promise called). Used where p5 makes the same call on the
+  // sketch's behalf (2D contexts, shaders, bitmaps), never for text, DOM or network.
+  I.sketchCalled = () => { const f = frames(); return f.length === 0 || f[0].includes(SKETCH); };
+  // Whose paint this is: the innermost frame of the sketch or of p5.brush decides (sketch code
+  // that p5.brush runs, an option's valueOf or a getter, is the sketch's); with neither, "p5" when
+  // p5's own code is running (its frame loop), else "none" (a bare native a timer called).
+  I.caller = () => {
+    let p5 = false;
+    for (const l of frames()) {
+      if (l.includes(SKETCH)) return "sketch";
+      if (l.includes(BRUSH)) return "brush";
+      if (l.includes(P5)) p5 = true;
+    }
+    return p5 ? "p5" : "none";
+  };
+  // Whose turn it is (start.js keeps it): "brush" inside a brush.* call or one of p5.brush's own
+  // frame hooks, "sketch" inside setup, draw or a function the sketch handed to p5.brush, "page"
+  // otherwise (p5's frame loop, the page's own code, and anything a timer or promise runs).
+  // Paint may reach the canvas from the paper (background, clear, the canvas itself: start.js),
+  // from p5.brush's turn and from p5's own code in the page's, never from the sketch's code.
+  I.paintAllowed = () => {
+    if (I.paperDepth > 0) return true;
+    if (I.mode === "sketch") return false;
+    const who = I.caller();
+    return I.mode === "brush" ? who !== "sketch" : who === "brush" || who === "p5";
+  };
+  let sent = 0;  // violations posted; the final report carries the count (render.py checks it)
+  const told = new Set();  // each distinct line is posted once (a bare loop would repeat it)
   const flag = (code, detail) => {
+    const line = code + ": " + named(detail).slice(0, 200);
     I.violations.add(code);
-    if (I.details.length < 50) I.details.push(code + ": " + String(detail).slice(0, 200));
+    if (told.has(line)) return;
+    told.add(line);
+    if (sent < 500) { sent++; post({ t: "violation", code, detail: line }); }
+    if (I.details.length < 50) I.details.push(line);
   };
   I.flag = flag;
   const refuse = (code, what) => { flag(code, what); return new TypeError("salon sandbox: " + what + " is not allowed"); };
@@ -78,8 +137,9 @@
   // that would have drawn text is text_label too, whichever job handed it over.
   const GLYPHS = new RegExp("\\b(" + [...__SALON_GLYPHS__, "fillText", "strokeText"].join("|") + ")\\b");
   const fromString = (what, args) => {
+    const refused = blocked(what);  // first: the sketch's own toString below may throw
     if (args.some((a) => GLYPHS.test(String(a)))) flag("text_label", what + " of code that draws text");
-    return blocked(what);
+    return refused;
   };
   const realEval = window.eval;
   define(window, "eval", function (src) { if (I.started) throw fromString("eval", [src]); return realEval(src); });
@@ -89,10 +149,12 @@
   });
   const GuardedFunction = guardCtor(Function);
   define(window, "Function", GuardedFunction);
-  define(Function.prototype, "constructor", GuardedFunction);
+  // Left configurable: lockdown (start.js) replaces these with inert constructors of its own.
+  const replaceable = (obj, name, value) => Object.defineProperty(obj, name, { value, writable: false, configurable: true });
+  replaceable(Function.prototype, "constructor", GuardedFunction);
   for (const fn of [async function () {}, function* () {}, async function* () {}]) {
     const proto = Object.getPrototypeOf(fn);
-    define(proto, "constructor", guardCtor(proto.constructor));
+    replaceable(proto, "constructor", guardCtor(proto.constructor));
   }
   for (const name of ["setTimeout", "setInterval"]) {
     const real = window[name];
@@ -120,7 +182,8 @@
   };
   const observer = new MutationObserver(judge);
   observer.observe(document, { childList: true, subtree: true, attributes: true, characterData: true });
-  I.flushDom = () => judge(observer.takeRecords());
+  const takeRecords = MutationObserver.prototype.takeRecords;
+  I.flushDom = () => judge(apply(takeRecords, observer, []));
   // A new realm (a frame's window, an object's document) is refused before it exists: its
   // globals would be untouched by this file. Whatever method inserts it, whoever calls.
   const INSERTERS = [[Node.prototype, ["appendChild", "insertBefore", "replaceChild"]],
@@ -145,7 +208,7 @@
   for (const [proto, prop] of [[HTMLImageElement.prototype, "src"], [HTMLImageElement.prototype, "srcset"],
       [HTMLLinkElement.prototype, "href"], [HTMLIFrameElement.prototype, "src"], [HTMLIFrameElement.prototype, "srcdoc"],
       [HTMLMediaElement.prototype, "src"], [HTMLSourceElement.prototype, "src"], [HTMLFormElement.prototype, "action"]]) {
-    Object.defineProperty(proto, prop, { set(v) { throw blocked(prop + "=" + String(v).slice(0, 80)); }, get() { return ""; }, configurable: false });
+    Object.defineProperty(proto, prop, { set(v) { throw blocked(prop + "=" + named(v).slice(0, 80)); }, get() { return ""; }, configurable: false });
   }
 
   // Text: any glyph drawing in any 2D context after the start, whoever asks.
@@ -194,16 +257,27 @@
   // Losing the context on purpose leaves nothing to capture; neither p5 nor p5.brush asks.
   for (const C of GL) {
     const real = C.prototype.getExtension;
-    define(C.prototype, "getExtension", function (name) {
-      if (/lose_context/i.test(String(name))) { flag("bare_primitives", "getExtension(" + String(name).slice(0, 40) + ")"); return null; }
+    define(C.prototype, "getExtension", function (asked) {
+      const name = String(asked);  // once: a toString of the sketch's could answer differently the second time
+      if (/lose_context/i.test(name)) { flag("bare_primitives", "getExtension(" + name.slice(0, 40) + ")"); return null; }
       return real.call(this, name);
     });
   }
+  // One wrapper per method; each check registered for it runs before the real call, in order,
+  // and a check that answers SKIP keeps the call from happening at all.
+  const SKIP = {};
+  const glChecks = new Map();
   const wrapGL = (name, before) => {
+    if (glChecks.has(name)) { glChecks.get(name).push(before); return; }
+    const checks = [before];
+    glChecks.set(name, checks);
     for (const C of GL) {
       const real = C.prototype[name];
       if (typeof real !== "function") continue;
-      define(C.prototype, name, function (...a) { before(this, a); return real.apply(this, a); });
+      overridable(C.prototype, name, function (...a) {
+        for (const check of checks) if (check(this, a) === SKIP) return undefined;
+        return apply(real, this, a);
+      });
     }
   };
   wrapGL("activeTexture", (gl, a) => { stateOf(gl).unit = a[0]; });
@@ -226,6 +300,18 @@
   wrapGL("bufferData", (gl, a) => charge(stateOf(gl).at.get("b" + a[0]), "data", typeof a[1] === "number" ? a[1] : (a[1] && a[1].byteLength) || 0, "a buffer"));
   wrapGL("drawingBufferStorage", (gl, a) => charge(pixelsOf.get(gl), "pixels", a[1] * a[2] * 12, "a " + a[1] + "x" + a[2] + " drawing buffer"));
   for (const name of ["deleteTexture", "deleteRenderbuffer", "deleteBuffer"]) wrapGL(name, (gl, a) => release(a[0]));
+  // Paint: whatever draws into, clears, scissors, blits or uploads to a WebGL context counts only
+  // from p5.brush, the paper and p5's own frame loop (I.paintAllowed); the sketch's own, straight
+  // or through drawingContext, _renderer, a p5 helper or a bound function, is bare_primitives,
+  // and never happens. It is skipped, not thrown: p5 stays whole, so the painting p5.brush made
+  // is still there to see beside the verdict.
+  for (const name of __SALON_GL_PAINT__) {
+    wrapGL(name, () => {
+      if (!I.started || I.paintAllowed()) return undefined;
+      flag("bare_primitives", "WebGL " + name + " outside p5.brush");
+      return SKIP;
+    });
+  }
   wrapGL("shaderSource", () => { if (I.sketchCalled()) { flag("bare_primitives", "shaderSource"); throw new TypeError("salon sandbox: shaders of the sketch's own are not allowed"); } });
   // Each canvas with a context holds its pixels for as long as it lives, at whatever size its width
   // and height are set to: a WebGL drawing buffer (colour, depth, antialiasing), or a 2D canvas's
@@ -243,11 +329,12 @@
   for (const C of [window.HTMLCanvasElement, window.OffscreenCanvas]) {
     if (!C) continue;
     const real = C.prototype.getContext;
-    define(C.prototype, "getContext", function (kind, ...a) {
+    define(C.prototype, "getContext", function (asked, ...a) {
+      const kind = String(asked);  // once, as getExtension's name
       if (I.sketchCalled()) flag("bare_primitives", "getContext(" + kind + ")");
       const ctx = real.call(this, kind, ...a);
       if (ctx && !pixelsOf.has(this)) {
-        const webgl = String(kind).startsWith("webgl");  // a canvas keeps the kind of its first context
+        const webgl = kind.startsWith("webgl");  // a canvas keeps the kind of its first context
         const token = { webgl, perPixel: webgl ? 12 : 8 };
         pixelsOf.set(this, token);
         pixelsOf.set(ctx, token);
@@ -312,20 +399,15 @@
     Object.defineProperty(Navigator.prototype, "gpu", { get() { throw refuse("bare_primitives", "WebGPU"); }, configurable: false });
   }
 
-  // Errors and the result.
-  let settle;
-  I.done = new Promise((r) => { settle = r; });
-  // Only the canvas p5's createCanvas made is captured (start.js), and only as a WebGL canvas.
+  // Errors and the result. The painting is the canvas p5's createCanvas made (start.js); salon
+  // reads it from an isolated world once "done" arrives (render.py), so nothing here touches it.
   I.finish = (status) => {
     if (I.settled) return;
     I.flushDom();
     I.settled = true;
-    let image = null;
     const canvas = I.canvas;
     if (canvas && !(pixelsOf.get(canvas) || {}).webgl) flag("not_webgl", "the painting is not on a WebGL canvas");
-    try { if (canvas && status === "ok") image = toDataURL.call(canvas, "image/png"); } catch (e) { I.errors.push("capture: " + e); }
-    if (!image && canvas) try { image = toDataURL.call(canvas, "image/png"); } catch (e) { /* a lost context */ }
-    settle({ status, image, violations: [...I.violations], details: I.details, errors: I.errors.slice(0, 20) });
+    post({ t: "done", status, sent, painting: !!canvas, errors: I.errors.slice(0, 20) });
   };
   const onError = (message, isSyntax) => {
     if (I.errors.length < 20) I.errors.push(String(message).slice(0, 500));
@@ -357,10 +439,12 @@
   define(window, "__salon", Object.freeze({
     claim() { if (claimed) throw new TypeError("salon sandbox: already claimed"); claimed = true; return I; },
     // I.start sets I.started before its first await (loadSketch), so a second call is refused
-    start(seed) { if (I.started) throw blocked("a second start"); return I.start(seed); },
+    start(seed) { if (I.started) throw blocked("a second start"); I.start(seed); },
+    // The painting, for salon to find from outside (render.py); p5's, never one the sketch names.
+    get painting() { return I.canvas || null; },
     get brushApi() { return I.brushApi; },
     get errors() { return I.errors.slice(); },
     get report() { I.flushDom(); return { violations: [...I.violations], details: I.details.slice(), errors: I.errors.slice(0, 20) }; },
-    get ready() { return typeof I.start === "function"; },
+    get ready() { return typeof I.start === "function" && typeof send === "function" && I.frozen === true; },
   }));
 })();
