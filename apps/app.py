@@ -1,6 +1,6 @@
 """The salon curation app: label, grid, compare, generate and publish views on one pool.
 
-    salon app [--pool DIR] [--port P] [--host H] [--user NAME | --auth USER:PASS ...]
+    salon app [--pool DIR [--new]] [--port P] [--host H] [--user NAME | --auth USER:PASS ...]
               [--insecure-no-auth] [--admin NAME ...] [--base-url URL ...] [--run RUN_DIR ...]
 
 One server (uvicorn): a FastAPI app carrying the JSON hot path of the label and compare views
@@ -36,6 +36,7 @@ from salon.pool.errors import ConfigError
 @dataclass
 class AppConfig:
     pool: str | Path | None = None          # None: $SALON_POOL, then ./salon-pool
+    create_pool: bool = False               # start a new, empty pool where none is (salon app --new)
     host: str = "127.0.0.1"
     port: int = 7860
     user: str | None = None                 # the labeler when there is no login
@@ -150,7 +151,7 @@ def build(config: AppConfig, pool=None):
     from salon.apps.app_suspects import suspects_view
     from salon.pool.store import Pool
 
-    pool = pool or Pool.open(config.pool)
+    pool = pool or Pool.open(config.pool, create=config.create_pool)
     state = AppState(pool, config, Sessions(None if config.auth else config.labeler))
     runs = open_runs(config.runs)
     with gr.Blocks(title="salon") as demo:
@@ -194,7 +195,7 @@ def serve(config: AppConfig) -> None:
 
     from salon.pool.store import Pool
 
-    with Pool.open(config.pool) as pool:
+    with Pool.open(config.pool, create=config.create_pool) as pool:
         app = build(config, pool)
         server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port,
                                                log_level="warning", timeout_graceful_shutdown=2))

@@ -15,14 +15,30 @@ import argparse
 import importlib
 import sys
 
+from salon.apps.output import json_mode
 from salon.pool.card import salon_version
 from salon.pool.errors import SalonError
 
 COMMANDS = ["render", "pool", "curate", "app", "judge", "train", "audit", "eval", "compare", "env"]
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, stricter: no abbreviated flags (`--max-step` is not `--max-steps`), and a flag a
+    subcommand does not know is reported with that subcommand's usage, not the top level's."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras and self.prog != "salon":  # a subcommand: its unknown flags are its own error
+            self.error("unrecognized arguments: " + " ".join(extras))
+        return namespace, extras
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="salon", description=__doc__.splitlines()[0])
+    parser = Parser(prog="salon", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"salon {salon_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
@@ -33,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return int(args.run(args) or 0)
+        with json_mode(getattr(args, "json", False)):  # --json: stdout carries the JSON alone
+            return int(args.run(args) or 0)
     except SalonError as e:
         print(f"salon {args.command}: {e}", file=sys.stderr)
         return 2

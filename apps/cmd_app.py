@@ -1,6 +1,6 @@
 """`salon app`: the Gradio curation app on a pool (a public interface: flags are only added).
 
-    salon app [--pool DIR] [--port P] [--host H] [--user NAME | --auth USER:PASS ...]
+    salon app [--pool DIR [--new]] [--port P] [--host H] [--user NAME | --auth USER:PASS ...]
               [--insecure-no-auth] [--admin NAME ...] [--base-url URL ...] [--run RUN_DIR ...]
 
 The app itself is salon.apps.app; this module only parses the command line.
@@ -12,6 +12,8 @@ from __future__ import annotations
 def add_parser(sub) -> None:
     p = sub.add_parser("app", help="the curation app: label, grid, compare, generate, publish")
     p.add_argument("--pool", metavar="DIR", help="pool folder (default $SALON_POOL, then ./salon-pool)")
+    p.add_argument("--new", action="store_true", dest="create_pool",
+                   help="start on a new, empty pool when --pool holds none (otherwise refused)")
     p.add_argument("--port", type=int, default=7860, help="port (default 7860; 0 picks a free one)")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1; beyond loopback needs --auth)")
@@ -35,15 +37,21 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     import os
 
+    from pathlib import Path
+
     from salon.apps.app import AppConfig, serve
-    from salon.pool.errors import ConfigError
+    from salon.pool.errors import ConfigError, PoolError
+    from salon.pool.store import default_pool_dir, missing_pool
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no calls home from a lab machine
     bad = [a for a in args.auth if ":" not in a]
     if bad:
         raise ConfigError([f"--auth {a!r} is not USER:PASS" for a in bad], where="salon app")
     auth = [tuple(a.split(":", 1)) for a in args.auth]
-    serve(AppConfig(pool=args.pool, host=args.host, port=args.port, user=args.user, auth=auth,
-                    insecure_no_auth=args.insecure_no_auth, admins=args.admin,
-                    base_urls=args.base_urls, runs=args.runs))
+    config = AppConfig(pool=args.pool, create_pool=args.create_pool, host=args.host, port=args.port,
+                       user=args.user, auth=auth, insecure_no_auth=args.insecure_no_auth, admins=args.admin,
+                       base_urls=args.base_urls, runs=args.runs)
+    if not args.create_pool and (missing := missing_pool(Path(args.pool or default_pool_dir()))):
+        raise PoolError(f"{missing}; or give --new to start the app on an empty pool there")
+    serve(config)
     return 0

@@ -19,8 +19,9 @@ to mark hack or fine. Once marked, every audit reports the share of suspects mar
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
+
+from salon.apps.output import emit
 
 
 def add_parser(sub) -> None:
@@ -49,7 +50,7 @@ def run(args) -> int:
     report = audit_run(args.run_dir, settings, out, frame=frame)
     report.update(suspect_lists(args.run_dir, args.suspects, frame))
     if args.json:
-        print(json.dumps(report, default=float))
+        emit(report, default=float)
     else:
         print(summary(report))
     return 1 if report["alarms"] else 0
@@ -83,15 +84,18 @@ def summary(report: dict) -> str:
     def f(v):
         return "-" if v is None else f"{v:.3f}"
 
+    # step s: the policy after s optimiser steps wrote these rollouts (checkpoint-s, `salon eval` step s)
     lines = [f"{report['run_dir']}: {report['rollouts']} rollouts over {len(steps)} steps "
-             f"({first['step']}..{last['step']})",
-             f"{'':22}{'first':>8}{'last':>8}"]
+             f"(steps {first['step']}..{last['step']}: step s is the policy after s updates)",
+             f"{'per step':22}{'step ' + str(first['step']):>10}{'step ' + str(last['step']):>10}"]
     for key in ("reward/mean", "reward/bottom", "reward/median", "reward/top", "reward/under_0.3", "none",
                 "gate_pass", "coverage", "blank_share", "diversity_within", "diversity_across",
                 "frac_reward_zero_std"):
-        lines.append(f"{key:22}{f(first.get(key)):>8}{f(last.get(key)):>8}")
+        lines.append(f"{key:22}{f(first.get(key)):>10}{f(last.get(key)):>10}")
     for c in report["components"]:
-        lines.append(f"{c + ' mean/std':22}{f(last.get(c + '/mean')):>8}{f(last.get(c + '/std')):>8}")
+        for stat in ("mean", "std"):
+            key = f"{c}/{stat}"
+            lines.append(f"{key:22}{f(first.get(key)):>10}{f(last.get(key)):>10}")
     checks = report["last_window"]
     if checks["correlated"]:
         lines.append("correlated components (last window): " + ", ".join(

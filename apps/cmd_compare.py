@@ -13,8 +13,9 @@ checkpoints best by proxy, oracle and people and the oracle there. Curves go to 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
+
+from salon.apps.output import emit
 
 
 def add_parser(sub) -> None:
@@ -36,7 +37,7 @@ def run(args) -> int:
             r.pop("curve")
             if r["eval"]:
                 r["eval"].pop("curve")
-        print(json.dumps(table))
+        emit(table)
     else:
         print(render(table))
     return 0

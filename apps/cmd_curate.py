@@ -10,8 +10,9 @@ interface: flags are only ever added.
 
 from __future__ import annotations
 
-import json
 import sys
+
+from salon.apps.output import emit
 
 
 def add_parser(sub) -> None:
@@ -83,7 +84,7 @@ def run_generate(args) -> int:
 
     report = asyncio.run(run())
     if args.json:
-        print(json.dumps(report.as_dict(), indent=1))
+        emit(report.as_dict(), indent=1)
     else:
         for model, c in report.counts.items():
             print(f"{model}: ok {c.ok}  rejected {c.rejected}  failed {c.failed}"
@@ -112,9 +113,8 @@ def run_guides(args) -> int:
     if args.json:
         from dataclasses import asdict
 
-        print(json.dumps({"kept": [asdict(p) for p in report.kept], "already": report.already,
-                          "wrong_license": report.wrong_license,
-                          "download_failed": report.download_failed}, indent=1))
+        emit({"kept": [asdict(p) for p in report.kept], "already": report.already,
+              "wrong_license": report.wrong_license, "download_failed": report.download_failed}, indent=1)
     else:
         print(f"{len(report.kept)} new photos ({report.already} already) for {subject.name!r} "
               f"in {pool}/guides; skipped {report.wrong_license} under other licenses")

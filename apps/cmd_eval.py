@@ -18,7 +18,8 @@ oracle or a craft measure fell).
 from __future__ import annotations
 
 import argparse
-import json
+
+from salon.apps.output import emit
 
 
 def add_parser(sub) -> None:
@@ -50,7 +51,10 @@ def run(args) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     report = evaluate(EvalConfig(args.run_dir, prompts=args.prompts, samples=args.samples, every=args.every,
                                  base=not args.no_base, oracles=args.oracles, resume=args.resume, seed=args.seed))
-    print(json.dumps(report, default=float) if args.json else summary(report))
+    if args.json:
+        emit(report, default=float)
+    else:
+        print(summary(report))
     return 1 if report["alarms"] else 0
 
 

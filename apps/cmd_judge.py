@@ -20,9 +20,9 @@ score per image; see salon.apps.cmd_judge_scorer), which `serve` also serves ove
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from salon.apps.output import emit
 from salon.pool.errors import ConfigError, JudgeError
 
 USAGE = """salon judge --model PATH_OR_ID_OR_URL --refs DIR_OR_REPO[@REV] IMAGE... [--k K] [--json]
@@ -89,6 +89,10 @@ def _judge(args):
     if backend == "openai":
         kwargs.update({k: v for k, v in (("timeout_s", args.timeout), ("model", args.server_model)) if v is not None})
     elif backend == "transformers":
+        from salon.judges.model_source import model_problem
+
+        if problem := model_problem("--model", args.model):
+            raise JudgeError(problem)
         kwargs.update({k: v for k, v in (("device", args.device), ("max_pixels", args.max_pixels)) if v is not None})
     return judge_for(args.model, backend=backend, **kwargs)
 
@@ -135,9 +139,8 @@ def _score(args) -> int:
     draw = draw_references(refs, k=args.k, mix=_parse_mix(args.mix), seed=args.seed)
     judge = _judge(args)
     scored = judge_group(judge, images, draw)
-    if not args.json:
-        print(f"judge {judge.name} ({judge.prompt_version}); references "
-              f"{refs.release or args.refs}: " + ", ".join(r.id for r in draw.references), file=sys.stderr)
+    print(f"judge {judge.name} ({judge.prompt_version}); references "
+          f"{refs.release or args.refs}: " + ", ".join(r.id for r in draw.references), file=sys.stderr)
     for path, score, row in zip(args.images, scored.scores, scored.verdicts):
         if args.json:
             verdicts = []
@@ -146,7 +149,7 @@ def _score(args) -> int:
                 if v.p is None:
                     d["reason"] = v.reason
                 verdicts.append(d)
-            print(json.dumps({"image": path, "score": score, "verdicts": verdicts}))
+            emit({"image": path, "score": score, "verdicts": verdicts})
         else:
             ps = " ".join("  --  " if v.p is None else f"{v.p:.3f}" for v in row)
             print(f"{'  --  ' if score is None else f'{score:.3f}'}  {path}   [{ps}]")
@@ -176,5 +179,8 @@ def _validate(args) -> int:
         raise ConfigError(problems, "salon judge validate")
     labelled, choices = pool_labels(args.pool)
     report = validate(_judge(args), labelled, choices, ValidationConfig(max_pairs=args.max_pairs, seed=args.seed))
-    print(json.dumps(report.to_dict()) if args.json else report.text())
+    if args.json:
+        emit(report.to_dict())
+    else:
+        print(report.text())
     return 0

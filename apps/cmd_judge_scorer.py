@@ -15,10 +15,10 @@ Called by salon.apps.cmd_judge, which owns the arguments.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
+from salon.apps.output import emit
 from salon.pool.errors import ConfigError
 
 PAIRWISE_ONLY = ("refs", "backend", "max_pixels", "server_model")
@@ -89,8 +89,7 @@ def _score(args) -> int:
 
 def _print(path: str, r, as_json: bool) -> None:
     if as_json:
-        print(json.dumps({"image": path, "score": r.score, "mu": r.mu, "log_sigma": r.log_sigma, "error": r.reason}),
-              flush=True)
+        emit({"image": path, "score": r.score, "mu": r.mu, "log_sigma": r.log_sigma, "error": r.reason})
     elif r.ok:
         print(f"{r.score:.3f}  mu {r.mu:+7.3f}  log_sigma {r.log_sigma:+.3f}  {path}", flush=True)
     else:
@@ -110,7 +109,10 @@ def _validate(args) -> int:
     labelled, _ = pool_labels(args.pool)
     report = validate_scorer(load_scorer(args), labelled, pool_subjects(args.pool, [i for i, _, _ in labelled]),
                              config)
-    print(json.dumps(report.to_dict()) if args.json else report.text())
+    if args.json:
+        emit(report.to_dict())
+    else:
+        print(report.text())
     return 0
 
 

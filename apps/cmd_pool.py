@@ -3,6 +3,8 @@
     salon pool import PATH... [--subject S] [--model M] [--seed N] [--json]
     salon pool label ID TIER --by NAME          salon pool label ID --undo --by NAME
     salon pool stats [--json]
+    salon pool ls [--tier T] [--model M] [--subject S] [--gate ok|rejected|unrendered]
+                  [--labelled-by NAME | --unlabelled-by NAME] [--hide-duplicates] [--limit N] [--json]
     salon pool export --to DIR [--force] [--max-shard-mb N] [--license L]
     salon pool push REPO_ID [--private] [--message M]
     salon pool pull REPO_ID [--revision REV] --to DIR
@@ -16,8 +18,9 @@ Exit codes: 0 done, 1 some inputs failed (import) or problems found (check), 2 a
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+
+from salon.apps.output import emit
 
 
 def add_parser(sub) -> None:
@@ -45,6 +48,21 @@ def add_parser(sub) -> None:
     p = verbs.add_parser("stats", parents=[common], help="what the pool holds")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=run_stats)
+
+    p = verbs.add_parser("ls", parents=[common], help="list candidate ids, filtered (feed them to label)")
+    p.add_argument("--tier", choices=["love", "okay", "nope", "unlabelled"], help="consensus tier")
+    p.add_argument("--model", help="model (backend:name)")
+    p.add_argument("--subject")
+    p.add_argument("--gate", choices=["ok", "rejected", "unrendered"], help="gate verdict")
+    who = p.add_mutually_exclusive_group()
+    who.add_argument("--labelled-by", metavar="NAME", help="only candidates NAME labelled")
+    who.add_argument("--unlabelled-by", metavar="NAME", help="only candidates NAME has not labelled")
+    p.add_argument("--hide-duplicates", action="store_true", help="leave out near-duplicates")
+    p.add_argument("--limit", type=int, help="at most N rows")
+    p.add_argument("--json", action="store_true",
+                   help='JSON lines, one candidate a line: {"id", "subject", "model", "gate", "violations", '
+                        '"tier", "labels", "dup_of", "image", "created_at"}')
+    p.set_defaults(run=run_ls)
 
     p = verbs.add_parser("export", parents=[common], help="write a dataset folder (parquet + card)")
     p.add_argument("--to", required=True, metavar="DIR")
@@ -79,25 +97,25 @@ def add_parser(sub) -> None:
     p.set_defaults(run=run_dups)
 
 
-def _open(args):
+def _open(args, create: bool = False):
     from salon.pool.store import Pool
 
-    return Pool.open(args.pool)
+    return Pool.open(args.pool, create=create)
 
 
 def _print_json(obj) -> None:
-    print(json.dumps(obj, indent=None if isinstance(obj, dict) and len(obj) < 8 else 1))
+    emit(obj, indent=None if isinstance(obj, dict) and len(obj) < 8 else 1)
 
 
 def run_import(args) -> int:
     from salon.curate.ingest import Defaults, import_paths
 
-    with _open(args) as pool:
+    with _open(args, create=True) as pool:
         outcomes = import_paths(pool, args.paths, Defaults(args.subject, args.model, args.seed),
                                 progress=not args.json and sys.stderr.isatty())
     for o in outcomes:
         if args.json:
-            print(json.dumps(o.to_dict()))
+            emit(o.to_dict())
         elif o.error:
             print(f"{o.file}: {o.error}", file=sys.stderr)
         else:
@@ -133,7 +151,7 @@ def run_stats(args) -> int:
     with _open(args) as pool:
         stats = pool.stats()
     if args.json:
-        print(json.dumps(stats, indent=1))
+        emit(stats, indent=1)
         return 0
     t = stats["tiers"]
     a = stats["agreement"]
@@ -152,6 +170,36 @@ def run_stats(args) -> int:
     if stats["latest_release"]:
         r = stats["latest_release"]
         print(f"  latest release: {r['repo_id']}@{r['revision']} ({r['pushed_at']})")
+    if stats["candidates"]:
+        print("ids: salon pool ls [--tier T] [--model M] [--subject S] [--gate ok|rejected|unrendered]",
+              file=sys.stderr)
+    return 0
+
+
+def run_ls(args) -> int:
+    ok = {"ok": True, "rejected": False}.get(args.gate)
+    with _open(args) as pool:
+        rows = [c for c in pool.candidates(subject=args.subject, model=args.model, ok=ok, tier=args.tier,
+                                           labeled_by=args.labelled_by, unlabelled_by=args.unlabelled_by,
+                                           hide_duplicates=args.hide_duplicates)
+                if args.gate != "unrendered" or c.ok is None][:args.limit]
+        labels = pool.current_labels([c.id for c in rows])
+        tiers = pool.consensus_tiers()
+        images = {c.id: pool.image_path(c.id) for c in rows}
+    for c in rows:
+        gate = "unrendered" if c.ok is None else "ok" if c.ok else "rejected"
+        if args.json:
+            emit({"id": c.id, "subject": c.subject, "model": c.model, "gate": gate,
+                  "violations": c.violations, "tier": tiers.get(c.id), "labels": labels.get(c.id, {}),
+                  "dup_of": c.dup_of, "image": str(images[c.id]) if images[c.id] else None,
+                  "created_at": c.created_at})
+        else:
+            verdict = gate if c.ok is not False else "rejected: " + ",".join(c.violations)
+            print(f"{c.id[:12]}  {tiers.get(c.id) or '-':<5}  {c.model or '-'}  {c.subject or '-'}  {verdict}"
+                  + (f"  near-duplicate of {c.dup_of[:12]}" if c.dup_of else ""))
+    if not args.json:
+        print(f"{len(rows)} candidate(s); give an id (or 6+ of its digits) to `salon pool label ID TIER "
+              f"--by NAME`", file=sys.stderr)
     return 0
 
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from pathlib import Path
 
+from salon.apps.output import emit
 from salon.curate.sandbox.gpu import GPU_FLAG_SETS, GPU_MODES
 from salon.curate.sandbox.ocr import TEXT_CHECKS
 
@@ -125,13 +125,13 @@ def _emit(as_json: bool, path: Path, png_path: Path, result) -> bool:
 def _report(as_json: bool, path: Path, result, image: Path | None) -> None:
     violations = list(result.violations) + (["render_unavailable"] if result.unavailable else [])
     if as_json:
-        print(json.dumps({
+        emit({
             "file": str(path), "ok": result.ok, "violations": list(result.violations),
             "paint_fraction": None if result.paint_fraction is None else round(result.paint_fraction, 4),
             "render_ms": result.render_ms, "js_errors": result.js_errors,
             "image": str(image) if image else None, "render_unavailable": result.unavailable,
             "gl": result.gl, "isolation": result.isolation, "ocr_ms": result.ocr_ms,
-        }), flush=True)
+        })
         return
     mark = "ok " if result.ok else "BAD"
     paint = "" if result.paint_fraction is None else f"paint {result.paint_fraction:5.1%}  "

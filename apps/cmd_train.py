@@ -13,7 +13,8 @@ minute). --set overrides any field by its dotted name, the value read as YAML, e
 from __future__ import annotations
 
 import argparse
-import json
+
+from salon.apps.output import emit
 
 
 def add_parser(sub) -> None:
@@ -46,11 +47,13 @@ def run(args) -> int:
     from salon.train.config import load_config
     from salon.train.recipe import train
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    # salon's own progress at INFO; libraries (httpx's every request, ...) only when they warn
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("salon").setLevel(logging.INFO)
     cfg = load_config(args.config, overrides(args))
     summary = train(cfg)
     if args.json:
-        print(json.dumps({k: v for k, v in summary.items() if k != "log_history"}))
+        emit({k: v for k, v in summary.items() if k != "log_history"})
     else:
         print(f"trained to step {summary['global_step']}; checkpoints: {', '.join(summary['checkpoints'])}")
         print(f"rollouts: {summary['rollouts']}  (salon audit {summary['output_dir']})")

@@ -35,7 +35,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
 
 def build_pool(folder: Path, n: int) -> None:
     code = "function setup() { createCanvas(600, 600, WEBGL); brush.rect(0, 0, %d, 10); }"
-    with Pool.open(folder) as pool:
+    with Pool.open(folder, create=True) as pool:
         pool.add_candidates(
             Candidate(code=code % i, seed=i, subject=f"subject {i % 5}", model=f"bench:m{i % 3}",
                       ok=True, png=painting(i, 256), paint_fraction=0.5, render_ms=1000)
@@ -112,7 +112,7 @@ def main() -> int:
             finally:
                 proc.kill()
                 proc.wait()
-            with Pool.open(folder) as pool:
+            with Pool.open(folder, create=True) as pool:
                 stored = sum(len(pool.label_history(cid)) for cid, by in pool.current_labels().items()
                              if "bench" in by)
             rows.append((n, built, m, stored))

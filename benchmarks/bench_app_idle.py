@@ -25,7 +25,7 @@ import uvicorn
 kind, seconds, pool = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 if kind == "salon":
     from salon.apps.app import AppConfig, build
-    app = build(AppConfig(pool=pool, user="bench"))
+    app = build(AppConfig(pool=pool, create_pool=True, user="bench"))
 else:
     import gradio as gr
     from fastapi import FastAPI

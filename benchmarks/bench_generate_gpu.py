@@ -9,13 +9,18 @@ random weights) in bf16 with a peft LoRA (r=16, alpha 32, all linear layers; B d
 zero, so the adapter counts). In one run, on the same model and prompts, at each batch:
   generate             peft model + `generate`, dynamic cache (grpo.generation=transformers)
   continuous_batching  peft model + `generate_batch`, cast to bf16 as TRL casts it (grpo.generation=continuous_batching)
-  compiled             salon.train.generation: merged copy, static cache, compiled decode (grpo.generation=compiled)
+  compiled             salon.train.generation: merged copy, static cache, compiled decode (grpo.generation=compiled),
+                       attention over the filled positions only (grpo.generation_attention=filled)
+  compiled_whole_cache the same, attention over the whole static cache (grpo.generation_attention=whole,
+                       the default)
 Each sequence runs `--tokens` new tokens (no EOS) after a 600-token prompt, sampling on (top-p
 0.95, top-k 20). `compiled` is timed on its second call (the first compiles); `generate` after a
 short warm-up. The bound is batch x bandwidth / (weight bytes + mean KV bytes) with the copy
 bandwidth measured here. The JSON holds, per batch, each engine's tokens/s and share of that bound;
 the printout adds seconds, peak memory per engine (the copy's cost is the compiled line's extra),
 compilations and how far the merged copy's log-probabilities are from the peft model's.
+`--profile FILE` writes, per compiled engine at batch 8, the kernels of one more call (torch.profiler:
+CUDA time per decode step by kernel, the top 25) and the card's busy share over that call.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import time
 from pathlib import Path
 
 PROMPT_TOKENS = 600  # the painting prompt (system + user) is about this long
-ENGINES = ("compiled", "generate", "continuous_batching")  # compiled first: it fails fastest if it fails
+ENGINES = ("compiled", "compiled_whole_cache", "generate", "continuous_batching")  # compiled first: fails fastest
 
 
 def copy_bandwidth(device) -> float:
@@ -86,8 +91,9 @@ def measure(engine: str, model, decoder, prompts, gen, device) -> tuple[int, flo
     from salon.train.recipe import trainable_dtypes_kept
 
     first = None
+    decoder = decoder.get(engine) if isinstance(decoder, dict) else decoder
     with torch.no_grad():
-        if engine == "compiled":
+        if engine.startswith("compiled"):
             gen.min_new_tokens = None  # no EOS: every row runs max_new_tokens, and the loop runs it (decode.py)
             t0 = time.perf_counter()
             decoder.generate(prompts, gen)
@@ -116,6 +122,31 @@ def measure(engine: str, model, decoder, prompts, gen, device) -> tuple[int, flo
     return produced, time.perf_counter() - t0, first
 
 
+def decode_profile(decoder, prompts, gen) -> dict:
+    """torch.profiler over one more call of a shape already compiled: CUDA time per decode step by
+    kernel name (the top 25), and how much of the call's wall time the card was busy."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    cfg = copy.deepcopy(gen)
+    cfg.min_new_tokens = None
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        t0 = time.perf_counter()
+        decoder.generate(prompts, cfg)
+        torch.cuda.synchronize()
+        wall = time.perf_counter() - t0
+    kernels: dict[str, float] = {}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            kernels[e.name] = kernels.get(e.name, 0.0) + e.device_time_total
+    busy, steps = sum(kernels.values()) / 1e6, gen.max_new_tokens
+    top = sorted(kernels.items(), key=lambda kv: -kv[1])[:25]
+    return {"wall_s": round(wall, 4), "decode_steps": steps, "card_busy_s": round(busy, 4),
+            "card_busy_share": round(busy / wall, 4), "ms_per_step": round(1e3 * wall / steps, 3),
+            "kernels_us_per_step": [{"kernel": k[:160], "us": round(v / steps, 2)} for k, v in top]}
+
+
 def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers import GenerationConfig
@@ -133,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpu", action="store_true", help="a check of this script on a CPU: tiny model, compile off")
     ap.add_argument("--fail-fast", action="store_true", help="stop at the first engine that fails")
     ap.add_argument("--json", default="")
+    ap.add_argument("--profile", default="", help="the kernels of 16 decode steps per compiled engine, as JSON")
     args = ap.parse_args(argv)
 
     device = torch.device("cpu" if args.cpu else "cuda")
@@ -145,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.tokens} new tokens", flush=True)
 
     policy = MergedPolicy(model) if "compiled" in args.engines else None
-    decoder = StaticDecoder(policy.model, compile=device.type == "cuda") if policy else None
+    decoder = {engine: StaticDecoder(policy.model, compile=device.type == "cuda",
+                                     attention="whole" if engine == "compiled_whole_cache" else "filled")
+               for engine in args.engines.split(",") if engine.startswith("compiled")} if policy else {}
     if policy:
         probe = torch.randint(10, 300, (2, prompt_tokens), device=device)
         with torch.no_grad():
@@ -162,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
                            top_k=20, temperature=1.0, eos_token_id=None, pad_token_id=model.config.pad_token_id,
                            disable_compile=True)  # TRL's own setting; the compiled engine turns compile on
     report = {"device": name, "runs": []}
+    profiles = []
     for batch in [int(b) for b in args.batches.split(",")]:
         bound = bound_tokens_per_s(model.config, weight_bytes, batch, prompt_tokens, args.tokens, bandwidth)
         prompts = torch.randint(10, 300, (batch, prompt_tokens), generator=torch.Generator().manual_seed(batch)).tolist()
@@ -189,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
                      if first is not None else "")
             print(f"  {engine:20s} {produced:7d} tokens in {seconds:6.2f} s = {rate:8.1f} tokens/s "
                   f"({rate / bound:.1%} of the bound), peak {peak:.1f} GiB{extra}", flush=True)
+            if args.profile and engine in decoder and device.type == "cuda" and batch == 8:
+                profiles.append({"batch": batch, "engine": engine, **decode_profile(decoder[engine], prompts, gen)})
+                Path(args.profile).write_text(json.dumps(profiles, indent=1) + "\n")
         rates = run["engines"]
         if "compiled" in rates and "generate" in rates:
             print(f"  compiled / generate: {rates['compiled']['tokens_per_s'] / rates['generate']['tokens_per_s']:.1f}x",

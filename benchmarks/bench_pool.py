@@ -79,7 +79,7 @@ def main() -> None:
     (work / "in" / "rows.jsonl").write_text("\n".join(rows) + "\n")
     print(f"  inputs prepared in {time.perf_counter() - t0:.1f}s (not counted)")
 
-    pool = Pool.open(work / "pool")
+    pool = Pool.open(work / "pool", create=True)
     t_cli, outcomes = timed(lambda: import_paths(pool, [work / "in" / "rows.jsonl"], render=never_render))
     assert all(o.error is None and o.new for o in outcomes)
     print(f"  import (salon pool import, JSONL + PNG files): {half / t_cli:8.0f} candidates/s  ({t_cli:.2f}s for {half})")

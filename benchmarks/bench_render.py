@@ -4,7 +4,8 @@
     .venv/bin/python benchmarks/bench_render.py --rounds 2 --skip-published
 
 Four ways render the same sketches in one run, each measured on its own:
-  salon            RenderConfig() defaults: one browser per two cores, a fresh pre-warmed
+  salon            RenderConfig() defaults (the text check reads every painting: `salon ocr off`
+                   is the same without it): one browser per two cores, a fresh pre-warmed
                    document per sketch (a page reused after clean sketches), libraries from
                    memory, completion by event
   prior-art        the open reproduction's design, written from its description: a pool of
@@ -169,7 +170,10 @@ sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower(
 shim, bench, codes_file = sys.argv[1:4]
 sys.path[:0] = [shim, bench]
 from proctree import CpuMeter
-from salon.curate import render
+try:
+    from salon.curate.sandbox import render  # the sandbox's own room, from its move on
+except ImportError:
+    from salon.curate import render
 assert render.__file__.startswith(shim), render.__file__
 codes = json.load(open(codes_file))
 async def run(codes):
@@ -534,10 +538,11 @@ def main() -> None:
     for kind, names in (("light", LIGHT), ("heavy", HEAVY)):
         codes = [(EXAMPLES / f"{n}.js").read_text() for n in names] * args.rounds
         ways = [("salon", lambda: asyncio.run(run_salon(codes, config))),
+                ("salon ocr off", lambda: asyncio.run(run_salon(codes, RenderConfig(gpu="off", text_check="off")))),
                 ("prior-art", lambda: asyncio.run(run_prior_art(codes, BASE_FLAGS + ["--disable-gpu"])))]
         if args.against:
             shim = salon_at(args.against)
-            ways.insert(1, (f"salon@{Path(args.against).name}"[:16], lambda: run_salon_at(shim, codes)))
+            ways.insert(2, (f"salon@{Path(args.against).name}"[:16], lambda: run_salon_at(shim, codes)))
         if args.sweep:
             for n in (1, 3, 4):
                 sweep_config = RenderConfig(browsers=n, gpu="off")

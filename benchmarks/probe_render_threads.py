@@ -20,6 +20,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 from PIL import Image
@@ -29,7 +30,8 @@ from proctree import descendants, process_kind
 from salon.curate.sandbox.assets import HTML_CONTENT_TYPE, JS_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, SCRIPT_HEADERS, SKETCH_PATH, page_assets
 from salon.curate.sandbox.chromium import BASE_CHROMIUM_ARGS, find_chromium
 from salon.curate.sandbox.pages import give_page_scripts
-from salon.curate.sandbox.render import RenderConfig, _decode_data_url
+from salon.curate.sandbox.capture import read_painting
+from salon.curate.sandbox.render import RenderConfig
 from salon.curate.sandbox.gpu import driver_env
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -88,15 +90,21 @@ async def one(b, assets, code, profile):
             await r.fulfill(body=assets.document, content_type=HTML_CONTENT_TYPE, headers={"Content-Security-Policy": PAGE_CSP})
 
     await ctx.route("**/*", route)
+    done = asyncio.get_running_loop().create_future()
+    cdp.on("Runtime.bindingCalled", lambda e: '"t":"done"' in e.get("payload", "") and not done.done() and done.set_result(1))
     t0 = threads()
     await page.goto(PAGE_ORIGIN + "/", wait_until="load")
+    frame = (await cdp.send("Page.getFrameTree"))["frameTree"]["frame"]["id"]
+    world = (await cdp.send("Page.createIsolatedWorld", {"frameId": frame}))["executionContextId"]
     if profile:
         await cdp.send("Profiler.enable")
         await cdp.send("Profiler.setSamplingInterval", {"interval": 500})
         await cdp.send("Profiler.start")
     t1 = threads()
     w = time.perf_counter()
-    out = await page.evaluate("(s) => window.__salon.start(s)", 0)
+    await cdp.send("Runtime.evaluate", {"expression": "window.__salon.start(0)"})
+    await done
+    out = {"image": (await read_painting(SimpleNamespace(cdp=cdp, capture_world=world), 600)).png}
     wall = time.perf_counter() - w
     t2 = threads()
     prof = (await cdp.send("Profiler.stop"))["profile"] if profile else None
@@ -138,7 +146,7 @@ async def main():
                 walls = []
                 for rep in range(4):
                     out, wall, load, run, prof = await one(b, assets, code, profile=(rep == 3))
-                    imgs.append(px(_decode_data_url(out["image"])))
+                    imgs.append(px(out["image"]))
                     if rep in (1, 2):
                         loads += load
                         runs += run

@@ -129,7 +129,7 @@ async def generate_async(config: GenerateConfig, renderer=None) -> Report:
                      if config.rounds and not c.backend.supports_images]
         if problems:
             raise ConfigError(problems, where="curate generate")
-        with Pool.open(config.pool) as pool:
+        with Pool.open(config.pool, create=True) as pool:  # a generation run may start a pool
             run = _Run(config, subject, guides, painters, critic, pool)
             async with contextlib.AsyncExitStack() as stack:
                 if renderer is None:

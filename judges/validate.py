@@ -184,10 +184,7 @@ def pool_labels(pool_dir: str | Path) -> tuple[list[tuple[str, Path, str]], list
     """(labelled, choices) from a pool store: consensus tiers of rendered candidates, and choices."""
     from salon.pool.store import Pool
 
-    pool_dir = Path(pool_dir)
-    if not (pool_dir / "pool.db").exists():
-        raise JudgeError(f"{pool_dir} is not a pool (no pool.db): pass the folder `salon pool` uses (--pool)")
-    with Pool.open(pool_dir) as pool:
+    with Pool.open(Path(pool_dir)) as pool:  # a folder holding no pool is refused, never created
         labelled = []
         for cid, tier in sorted(pool.consensus_tiers().items()):
             path = pool.image_path(cid)

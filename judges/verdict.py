@@ -36,7 +36,9 @@ class Reference:
             return self.image
         if self.path is None:
             raise ValueError(f"reference {self.id} has neither an image nor a path")
-        return Image.open(self.path)
+        image = Image.open(self.path)
+        image.load()  # reads the pixels and closes the file (a lazy image kept it open: ResourceWarning)
+        return image
 
     @classmethod
     def from_image(cls, image: Image.Image, id: str, tier: str | None = None) -> "Reference":

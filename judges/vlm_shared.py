@@ -9,7 +9,8 @@ references x 2 orders = 64 comparisons) only 12 images are distinct, and every c
 its prefix T0 + IMAGE(first) with the others that show the same image first. So:
 
 1. each distinct image goes through the vision tower once (`encode`; references can be cached);
-2. each distinct prefix runs through the language model once, keeping its key/value cache;
+2. each distinct prefix runs through the language model once, keeping its key/value cache (a
+   reference's prefix is the same in every call: kept between calls, keyed by the image's hash);
 3. the suffixes T1 + IMAGE(second) + T2 of all comparisons run batched on the gathered caches;
 4. only the two answer rows of the LM head are applied, to the last real position only.
 
@@ -26,6 +27,7 @@ positions are rebuilt here exactly as `get_rope_index` builds them for images; a
 from __future__ import annotations
 
 import inspect
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import torch
@@ -121,7 +123,7 @@ def use_bucketed_vision_attention(model) -> bool:
 class SharedRunner:
     """Runs prefix-shared comparisons on a loaded Qwen-VL-family `...ForConditionalGeneration`."""
 
-    def __init__(self, model, plan: SharedPlan):
+    def __init__(self, model, plan: SharedPlan, prefix_cache: int = 0):
         self.model = model
         self.plan = plan
         inner = model.model
@@ -137,6 +139,8 @@ class SharedRunner:
         self.head = head[list(plan.answer_ids)].detach().float()  # [2, hidden]
         self.bucketed_vision = use_bucketed_vision_attention(model)
         self._text_cache: dict[tuple[int, ...], torch.Tensor] = {}
+        self.prefix_cache = prefix_cache
+        self.prefixes: OrderedDict = OrderedDict()  # key -> (per-layer (keys, values), mask, next position)
 
     @property
     def device(self):
@@ -208,24 +212,39 @@ class SharedRunner:
 
     @torch.inference_mode()
     def first_wins(self, encoded: list[Encoded], comparisons: list[tuple[int, int]],
-                   max_batch_tokens: int) -> list[float]:
-        """P(first shown wins) for each (first, second) index pair into `encoded`."""
+                   max_batch_tokens: int, keys: list | None = None) -> list[float]:
+        """P(first shown wins) for each (first, second) index pair into `encoded`. An image with a key
+        (a reference's content hash) keeps its prefix's key/value cache between calls (`prefixes`)."""
         plan = self.plan
         firsts = sorted({a for a, _ in comparisons})
         slot = {a: i for i, a in enumerate(firsts)}
-        # 1. prefixes T0 + IMAGE(first), in token-bounded chunks, caches kept per prefix
-        pre_kv, pre_mask, pre_end = [], [], []
-        for chunk in _chunks(firsts, lambda a: len(plan.t0) + encoded[a].embeds.shape[0], max_batch_tokens):
+        keys = keys or [None] * len(encoded)
+        # 1. prefixes T0 + IMAGE(first), in token-bounded chunks, caches kept per prefix (each cut to its
+        #    own length, so a prefix is the same whichever chunk computed it)
+        prefix: dict[int, tuple] = {}
+        for a in firsts:
+            if keys[a] is not None and keys[a] in self.prefixes:
+                self.prefixes.move_to_end(keys[a])
+                prefix[a] = self.prefixes[keys[a]]
+        todo = [a for a in firsts if a not in prefix]
+        for chunk in _chunks(todo, lambda a: len(plan.t0) + encoded[a].embeds.shape[0], max_batch_tokens):
             rows = [([(plan.t0, None), ([plan.image_token_id] * encoded[a].embeds.shape[0], encoded[a])], 0)
                     for a in chunk]
-            embeds, mask, positions, visual, deep, _, ends = self._embed_rows(rows)
+            embeds, mask, positions, visual, deep, lengths, ends = self._embed_rows(rows)
             cache = DynamicCache()
             self._lm(embeds, mask, positions, visual, deep, cache)
             kv = [(layer.keys, layer.values) for layer in cache.layers]
-            for i in range(len(chunk)):
-                pre_kv.append([(k[i], v[i]) for k, v in kv])
-                pre_mask.append(mask[i])
-                pre_end.append(ends[i])
+            for i, a in enumerate(chunk):
+                n = lengths[i]
+                prefix[a] = ([(k[i, :, :n], v[i, :, :n]) for k, v in kv], mask[i, :n], ends[i])
+                if keys[a] is not None and self.prefix_cache:
+                    prefix[a] = ([(k.clone(), v.clone()) for k, v in prefix[a][0]], prefix[a][1].clone(), ends[i])
+                    self.prefixes[keys[a]] = prefix[a]
+                    while len(self.prefixes) > self.prefix_cache:
+                        self.prefixes.popitem(last=False)
+        pre_kv = [prefix[a][0] for a in firsts]
+        pre_mask = [prefix[a][1] for a in firsts]
+        pre_end = [prefix[a][2] for a in firsts]
         # 2. suffixes T1 + IMAGE(second) + T2 on the gathered prefix caches
         probs = [0.0] * len(comparisons)
         order = list(range(len(comparisons)))

@@ -7,7 +7,8 @@
 Loads any model `AutoModelForImageTextToText` loads, asks the prompt of prompt.py, and reads
 P("A") vs P("B") from the answer logits (no text parsing). Every pair is shown in both orders.
 Qwen-VL-family models run on the prefix-sharing path of vlm_shared.py (each image encoded once,
-each first-shown prefix computed once); others, or `sharing="off"`, run the stock processor +
+each first-shown prefix computed once; a reference's encoding and its prefix are kept between
+calls, keyed by the hash of its pixels); others, or `sharing="off"`, run the stock processor +
 forward pass in batches. bf16 on GPU, float32 on CPU.
 """
 
@@ -40,6 +41,7 @@ class TransformersJudgeConfig:
     max_batch_tokens: int = 32768  # tokens per forward pass (bounds activation memory)
     max_pixels: int | None = None  # override the processor's image size bound
     reference_cache: int = 512  # encoded reference images kept between calls
+    prefix_cache: int = 64  # references' prompt prefixes (their LM key/value caches) kept between calls
 
     def __post_init__(self):
         problems = []
@@ -55,6 +57,8 @@ class TransformersJudgeConfig:
             problems.append(f"max_pixels={self.max_pixels}: must be at least 784")
         if self.reference_cache < 0:
             problems.append(f"reference_cache={self.reference_cache}: must be 0 or more")
+        if self.prefix_cache < 0:
+            problems.append(f"prefix_cache={self.prefix_cache}: must be 0 or more")
         if problems:
             raise ConfigError(problems, "TransformersJudgeConfig")
 
@@ -140,7 +144,7 @@ class TransformersPairwiseJudge:
                 raise JudgeError(f"sharing='on' but prefix sharing cannot run: {problem}; use sharing='auto'")
             log.info("prefix sharing off for %s: %s", self.config.model, problem)
             return None
-        return SharedRunner(self.model, plan)
+        return SharedRunner(self.model, plan, prefix_cache=self.config.prefix_cache)
 
     @property
     def sharing(self) -> bool:
@@ -155,10 +159,11 @@ class TransformersPairwiseJudge:
         for r in references:
             try:
                 images.append(r.load())
-            except OSError as e:
+                keys.append(image_key(images[-1]))
+            except (OSError, ValueError, AttributeError) as e:
                 failed[len(images)] = f"could not read reference {r.id}: {e}"
                 images.append(None)
-            keys.append(f"{r.id}|{r.path}")
+                keys.append(None)
         n = len(candidates)
         comparisons = []
         for i in range(n):
@@ -268,7 +273,7 @@ class TransformersPairwiseJudge:
         slot = {idx: k for k, idx in enumerate(needed)}
         enc_list = [encoded[idx] for idx in needed]
         return self._runner.first_wins(enc_list, [(slot[a], slot[b]) for a, b in comparisons],
-                                       self.config.max_batch_tokens)
+                                       self.config.max_batch_tokens, [keys[idx] for idx in needed])
 
     def _stock_inputs(self, pairs):
         text = self.processor.apply_chat_template(self.prompt.messages(), add_generation_prompt=True,
@@ -294,3 +299,11 @@ class TransformersPairwiseJudge:
             out += p.tolist()
             start += size
         return out
+
+
+def image_key(image: Image.Image) -> str:
+    """A reference's cache key: the hash of its pixels (the same painting under any id or path)."""
+    import hashlib
+
+    rgb = as_rgb(image)
+    return hashlib.sha256(f"{rgb.size}".encode() + rgb.tobytes()).hexdigest()

@@ -96,6 +96,20 @@ def load_export(folder: str | Path, config: str = "default"):
                              "with no rows yet, such as pairs before any choice, is left out)")
 
 
+def labelled_images(folder: str | Path):
+    """Each labelled candidate of an export (or a pulled release's download) that has a render:
+    {"id", "tier", "png" (bytes), "subject", "model", "labels": {labeler: tier}}, shard by shard."""
+    import pyarrow.parquet as pq
+
+    for shard in sorted((Path(folder) / CONFIG_DIRS["default"]).glob("*.parquet")):
+        table = pq.read_table(shard, columns=["id", "image", "tier", "labels", "subject", "model"])
+        for row in table.to_pylist():
+            if row["image"] and row["image"].get("bytes"):  # a candidate without a render cannot be a reference
+                yield {"id": row["id"], "tier": TIERS[row["tier"]], "png": row["image"]["bytes"],
+                       "subject": row["subject"], "model": row["model"],
+                       "labels": {x["labeler"]: x["tier"] for x in row["labels"]}}
+
+
 def export_pool(pool, to: str | Path, config: ExportConfig | None = None) -> ExportResult:
     """Write the dataset folder ``to`` from one consistent snapshot of the pool."""
     from salon.pool.card import write_card

@@ -166,26 +166,19 @@ def _pulled(folder: Path) -> Pulled | None:
 
 
 def _write_references(download: Path, out: Path, repo_id: str, sha: str) -> None:
-    import pyarrow.parquet as pq
+    from salon.pool.export import labelled_images
 
-    shards = sorted((download / "data").glob("*.parquet"))
-    if not shards:
+    if not list((download / "data").glob("*.parquet")):
         raise HubError(f"{repo_id}@{sha} has no data/*.parquet: it is not a salon pool release, or "
                        f"nothing in it was labelled; label candidates, push, and pull that revision")
     for tier in TIERS:
         (out / "refs" / tier).mkdir(parents=True, exist_ok=True)
     refs, counts = [], {t: 0 for t in TIERS}
-    for shard in shards:
-        table = pq.read_table(shard, columns=["id", "image", "tier", "labels", "subject", "model"])
-        for row in table.to_pylist():
-            tier = TIERS[row["tier"]]
-            if not row["image"] or not row["image"].get("bytes"):
-                continue  # a labelled candidate without a render cannot be a reference
-            rel = f"refs/{tier}/{row['id']}.png"
-            (out / rel).write_bytes(row["image"]["bytes"])
-            counts[tier] += 1
-            refs.append({"id": row["id"], "tier": tier, "path": rel, "subject": row["subject"],
-                         "model": row["model"], "labels": {x["labeler"]: x["tier"] for x in row["labels"]}})
+    for row in labelled_images(download):
+        rel = f"refs/{row['tier']}/{row['id']}.png"
+        (out / rel).write_bytes(row.pop("png"))
+        counts[row["tier"]] += 1
+        refs.append({**row, "path": rel})
     if (download / "README.md").exists():
         shutil.copyfile(download / "README.md", out / "README.md")
     manifest = {"repo_id": repo_id, "revision": sha,

@@ -11,7 +11,10 @@ labels and choices are appended, image files are written atomically before their
 
 API (all errors are ``salon.pool.errors.PoolError`` with a message that says what to do)::
 
-    pool = Pool.open(path=None, busy_timeout_s=30.0)   # also a context manager; pool.close()
+    pool = Pool.open(path=None, create=False, busy_timeout_s=30.0)   # a context manager; pool.close()
+                                                          # a folder with no pool.db is refused
+                                                          # unless create=True (only writers of
+                                                          # new candidates create one)
     pool.add_candidate(c: Candidate) -> bool              # True if stored or newly rendered
     pool.add_candidates(cs: Iterable[Candidate]) -> list[bool]
     pool.get(id) -> Candidate | None                      # full id
@@ -71,6 +74,15 @@ def default_pool_dir() -> Path:
     return Path(os.environ.get("SALON_POOL") or DEFAULT_POOL)
 
 
+def missing_pool(path: Path) -> str | None:
+    """Why `path` is not a pool (a message that says how to make one), or None if it is one."""
+    if (path / "pool.db").is_file():
+        return None
+    what = "does not exist" if not path.exists() else "holds no pool (no pool.db)"
+    return (f"no pool at {path}: the folder {what}. Check --pool / $SALON_POOL, or make one with "
+            f"`salon pool import PATH... --pool {path}` (or `salon curate generate ... --pool {path}`)")
+
+
 class Pool:
     def __init__(self, path: Path, conn: sqlite3.Connection):
         self.dir = path
@@ -79,8 +91,16 @@ class Pool:
         self._lock = threading.RLock()  # one connection, many threads (the Gradio app)
 
     @classmethod
-    def open(cls, path: str | os.PathLike | None = None, *, busy_timeout_s: float = 30.0) -> Pool:
+    def open(cls, path: str | os.PathLike | None = None, *, create: bool = False,
+             busy_timeout_s: float = 30.0) -> Pool:
+        """Open the pool at `path`; a folder holding no pool is refused unless `create`.
+
+        Refusing is what keeps a mistyped ``--pool`` from becoming a new, empty pool that every
+        command then reports on as if it were the real one.
+        """
         path = Path(path) if path is not None else default_pool_dir()
+        if not create and (missing := missing_pool(path)):
+            raise PoolError(missing)
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -206,12 +226,12 @@ class Pool:
         text = id_or_prefix.strip().lower()
         if len(text) < 6 or any(ch not in "0123456789abcdef" for ch in text):
             raise PoolError(f"{id_or_prefix!r} is not a candidate id: give at least 6 hex digits "
-                            f"of an id listed by `salon pool stats` or the app")
+                            f"of an id listed by `salon pool ls` or the app")
         rows = self._query("SELECT id FROM candidates WHERE id >= ? AND id < ? LIMIT 2",
                            (text, text + "g"))
         if not rows:
-            raise PoolError(f"no candidate {id_or_prefix} in {self.dir}: check the id, or import "
-                            f"the sketch first with `salon pool import`")
+            raise PoolError(f"no candidate {id_or_prefix} in {self.dir}: check the id (`salon pool "
+                            f"ls` lists them), or import the sketch first with `salon pool import`")
         if len(rows) > 1:
             raise PoolError(f"{id_or_prefix} matches several candidates: give more digits")
         return rows[0]["id"]

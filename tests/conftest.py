@@ -53,7 +53,7 @@ def make_png():
 def pool(tmp_path):
     from salon.pool import Pool
 
-    with Pool.open(tmp_path / "pool") as p:
+    with Pool.open(tmp_path / "pool", create=True) as p:
         yield p
 
 

@@ -24,7 +24,7 @@ def client():
     from fastapi.testclient import TestClient
 
     def make(pool_dir, **config):
-        app = build(AppConfig(pool=pool_dir, **({"user": "ann"} | config)))
+        app = build(AppConfig(pool=pool_dir, create_pool=True, **({"user": "ann"} | config)))
         return TestClient(app)
 
     return make
@@ -44,7 +44,7 @@ def test_empty_pool(tmp_path, client):
 def test_missing_image_no_render_and_refused_labels(tmp_path, client, make_png):
     good, gone = (Candidate(code=f"// {i}", ok=True, png=make_png(i)) for i in range(2))
     failed = Candidate(code="// render unavailable", ok=None)
-    with Pool.open(tmp_path / "pool") as pool:
+    with Pool.open(tmp_path / "pool", create=True) as pool:
         pool.add_candidates([good, gone, failed])
         pool.image_path(gone.id).unlink()
     with client(tmp_path / "pool") as api:
@@ -65,7 +65,7 @@ def test_missing_image_no_render_and_refused_labels(tmp_path, client, make_png):
         assert r.status_code == 400 and "unknown view" in r.json()["detail"]
         r = api.post("/salon/api/label", json={"id": failed.id, "tier": "nope"})
         assert r.status_code == 200 and r.json()["consensus"] == "nope"
-    with Pool.open(tmp_path / "pool") as pool:
+    with Pool.open(tmp_path / "pool", create=True) as pool:
         assert pool.current_labels() == {failed.id: {"ann": "nope"}}
 
 
@@ -98,6 +98,8 @@ def test_config_and_flag_errors(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     assert main(["app", "--pool", str(blocker / "pool")]) == 2
+    assert "no pool at" in capsys.readouterr().err
+    assert main(["app", "--pool", str(blocker / "pool"), "--new"]) == 2
     assert "cannot create pool folder" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # argparse: --user and --auth exclude each other
         main(["app", "--user", "ann", "--auth", "bob:pw"])

@@ -50,7 +50,7 @@ def make_pool(folder: Path, n_ok: int = 8) -> list[str]:
     cands.append(Candidate(code="// blank", seed=0, subject="pear", model="m:a", ok=False,
                            violations=["blank_canvas"], png=png(100)))
     cands.append(Candidate(code="// never rendered", seed=0, subject="pear", model="m:b", ok=None))
-    with Pool.open(folder) as pool:
+    with Pool.open(folder, create=True) as pool:
         pool.add_candidates(cands)
     return [c.id for c in cands]
 
@@ -72,6 +72,7 @@ class App:
     def start(self) -> App:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "salon.apps.cli", "app", "--pool", str(self.pool),
+             *([] if (Path(self.pool) / "pool.db").exists() else ["--new"]),  # a test's fresh pool
              "--port", str(self.port), *self.args],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=self.env)
         for line in self.proc.stdout:
@@ -153,7 +154,7 @@ def hub_env(fake_hub) -> dict:
 def app(tmp_path_factory, fake_hub, chat):
     folder = tmp_path_factory.mktemp("app") / "pool"
     ids = make_pool(folder)
-    with Pool.open(folder) as pool:  # the 8th painting's file goes missing
+    with Pool.open(folder, create=True) as pool:  # the 8th painting's file goes missing
         pool.image_path(ids[7]).unlink()
         pool.label(ids[0], "love", "zoe")  # another labeler's tier, hidden from ann until she labels
     a = App(folder, "--user", "ann", "--base-url", chat.base_url, env=hub_env(fake_hub)).start()
@@ -194,7 +195,7 @@ def wait_acked(page, n: int, badge: str = ACK) -> None:
 
 
 def mine(folder: Path, who: str) -> dict[str, str]:
-    with Pool.open(folder) as pool:
+    with Pool.open(folder, create=True) as pool:
         return {cid: by[who] for cid, by in pool.current_labels().items() if who in by}
 
 
@@ -223,7 +224,7 @@ def test_keys_undo_filters_grid_and_compare(app, browser):
     page.wait_for_function("document.querySelector('.salon-meta').innerText.includes('zoe: love')")
     assert "love (zoe: love)" in page.inner_text(".salon-meta")
     press(page, "ArrowRight", c[1])
-    with Pool.open(app.pool) as pool:
+    with Pool.open(app.pool, create=True) as pool:
         assert [r.tier for r in pool.label_history(c[2])] == ["nope", None]
 
     # A key typed into a field is text, not a label.
@@ -275,7 +276,7 @@ def test_keys_undo_filters_grid_and_compare(app, browser):
     right = page.get_attribute("[data-side=right]", "data-id")
     page.keyboard.press("ArrowLeft")
     wait_acked(page, 7, ".salon-compare .salon-ack")
-    with Pool.open(app.pool) as pool:
+    with Pool.open(app.pool, create=True) as pool:
         choice = pool.pair_choices()[-1]
     assert (choice.left_id, choice.right_id, choice.winner, choice.shown_left, choice.labeler) \
         == (left, right, "left", left, "ann")
@@ -354,11 +355,11 @@ def test_named_endpoints_with_gradio_client(app, fake_hub):
     # The file that went missing stops an export until `salon pool check --fix` detaches it.
     with pytest.raises(AppError, match="check"):
         client.predict(api_name="/card")
-    with Pool.open(app.pool) as pool:
+    with Pool.open(app.pool, create=True) as pool:
         assert pool.check(fix=True) == [c[7]]
     assert "salon painting pool" in client.predict(api_name="/card")
     text = client.predict("me/salon-pool", False, "", api_name="/push")
-    with Pool.open(app.pool) as pool:
+    with Pool.open(app.pool, create=True) as pool:
         release = pool.releases()[-1]
     assert release.repo_id == "me/salon-pool" and release.revision in text
 
@@ -380,7 +381,7 @@ def test_generate_view_runs_in_the_background(app, chat):
     assert "running" in status or "done" in status
     status = wait_generated(client, status)
     assert "done: **2** new candidates" in status, status
-    with Pool.open(app.pool) as pool:
+    with Pool.open(app.pool, create=True) as pool:
         new = [x.id for x in pool.candidates(subject="peach hibiscus", model="openai:examples")]
     assert len(new) == 2
     queue = client.predict("unlabelled", "openai:examples", "", api_name="/queue")
@@ -419,7 +420,7 @@ def test_only_admins_push_and_generate_and_the_key_goes_only_where_configured(tm
             page.click("#salon-generate")
             page.get_by_text("only the app's admins may generate").first.wait_for()
             context.close()
-            with Pool.open(tmp_path / "pool") as pool:
+            with Pool.open(tmp_path / "pool", create=True) as pool:
                 assert pool.releases() == []
             assert configured.seen == []
 

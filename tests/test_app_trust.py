@@ -62,7 +62,7 @@ def test_gradio_file_routes_serve_images_but_never_the_sqlite_files(tmp_path, ma
     from salon.pool import Candidate, Pool
 
     painting = Candidate(code="// a painting", ok=True, png=make_png(1))
-    with Pool.open(tmp_path / "pool") as pool:
+    with Pool.open(tmp_path / "pool", create=True) as pool:
         pool.add_candidate(painting)
         pool.label(painting.id, "love", "bob")
         image = pool.image_path(painting.id).resolve()
@@ -87,7 +87,7 @@ def test_others_tiers_reach_a_labeler_only_after_her_own_label(tmp_path, make_pn
     from salon.pool import Candidate, Pool
 
     a, b = (Candidate(code=f"// {i}", ok=True, png=make_png(i)) for i in range(2))
-    with Pool.open(tmp_path / "pool") as pool:
+    with Pool.open(tmp_path / "pool", create=True) as pool:
         pool.add_candidates([a, b])
         pool.label(a.id, "love", "bob")
         pool.label(b.id, "okay", "carol")

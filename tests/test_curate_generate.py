@@ -60,7 +60,7 @@ async def test_bad_backends_are_counted_and_nothing_is_lost(tmp_path, renderer):
         assert reason in next(iter(counts[model].errors)), model
     assert counts["auth"].stopped and "OPENAI_API_KEY" in counts["auth"].stopped
     assert counts["flaky"].ok + counts["flaky"].rejected == 2 and counts["flaky"].failed == 0
-    with Pool.open(tmp_path / "pool") as pool:
+    with Pool.open(tmp_path / "pool", create=True) as pool:
         stored = pool.candidates(subject=SUBJECT)
     by_model = {}
     for c in stored:
@@ -87,14 +87,14 @@ async def test_hf_model_writes_garbage_that_counts_as_rejects(tmp_path, renderer
     report = await generate_async(config, renderer)
     counts = report.counts[f"hf:{folder}"]
     assert (counts.ok + counts.rejected, counts.failed) == (2, 0)
-    with Pool.open(tmp_path / "pool") as pool:
+    with Pool.open(tmp_path / "pool", create=True) as pool:
         assert len(pool.candidates(model=f"hf:{folder}")) == 2
 
 
 def _stored(pool_dir: Path) -> int:
     if not (pool_dir / "pool.db").exists():
         return 0
-    with Pool.open(pool_dir) as pool:
+    with Pool.open(pool_dir, create=True) as pool:
         return sum(1 for c in pool.candidates(subject=SUBJECT) if c.ok is not None)
 
 
@@ -121,7 +121,7 @@ async def test_killed_run_resumes_up_to_n(tmp_path, renderer):
             _config(tmp_path, ["openai:examples"], server, n=4), renderer)
     counts = report.counts["openai:examples"]
     assert counts.ok + counts.rejected == 2 and counts.failed == 0 and counts.duplicate == 0
-    with Pool.open(pool_dir) as pool:
+    with Pool.open(pool_dir, create=True) as pool:
         stored = pool.candidates(subject=SUBJECT)
         assert len(stored) == 4 and sorted(c.seed for c in stored) == [0, 1, 2, 3]
         assert pool.check() == []
@@ -150,7 +150,7 @@ async def test_guided_refinement_rounds(tmp_path, renderer):
         report = await generate_async(config, renderer)
         requests = list(server.requests)
     assert report.counts["openai:examples"].failed == 0, report.as_dict()
-    with Pool.open(tmp_path / "pool") as pool:
+    with Pool.open(tmp_path / "pool", create=True) as pool:
         stored = sorted(pool.candidates(subject=SUBJECT), key=lambda c: c.round)
     assert [c.round for c in stored] == [0, 1]
     parent, child = stored

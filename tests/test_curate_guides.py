@@ -91,7 +91,7 @@ def test_a_fetched_guide_is_the_pools_guide_photo(tmp_path):
         mock.get(PHOTOS, content=_jpeg())
         guide = fetch_guides(tmp_path, SUBJECT, 53713, 1, config, session=_session(tmp_path, config)).kept[0]
     assert isinstance(guide, GuidePhoto)
-    with Pool.open(tmp_path / "pool") as pool:
+    with Pool.open(tmp_path / "pool", create=True) as pool:
         pool.add_candidate(Candidate(code="brush.rect(0, 0, 9, 9);", subject=SUBJECT.name, guide=guide))
         (stored,) = pool.candidates()
     assert stored.guide == replace(guide, file=None)  # the store keeps the published fields

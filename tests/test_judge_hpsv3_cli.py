@@ -107,7 +107,7 @@ def pool_dir(tmp_path_factory):
     from salon.pool.store import Pool
 
     folder = tmp_path_factory.mktemp("pool")
-    with Pool.open(folder) as pool:
+    with Pool.open(folder, create=True) as pool:
         for t, (tier, n) in enumerate(TIERS.items()):
             for k in range(n):
                 buf = io.BytesIO()

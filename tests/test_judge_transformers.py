@@ -192,3 +192,21 @@ def test_config_reports_every_problem_at_once():
 def test_missing_model_says_what_to_do(tmp_path):
     with pytest.raises(JudgeError, match="local model folder"):
         TransformersPairwiseJudge(model=str(tmp_path / "nothing-here"))
+
+
+@pytest.mark.parametrize("arch", ["qwen2_5_vl", "qwen3_vl"])
+def test_the_reference_prefix_cache_leaves_every_probability_as_it_was(arch, images):
+    """A reference's prompt prefix (its LM key/value cache) is computed once and reused, keyed by the
+    hash of its pixels: the same P, in float32, as a judge that recomputes every prefix."""
+    folder = str(tiny_vl(arch))
+    cached = TransformersPairwiseJudge(model=folder, sharing="on")
+    fresh = TransformersPairwiseJudge(model=folder, sharing="on", prefix_cache=0)
+    refs = refs_of(images[2:5])
+    renamed = [Reference.from_image(r.image, id=f"other-{r.id}") for r in refs]  # same pixels, other ids
+    for cands, rs in ((images[:2], refs), (images[1:3], renamed)):  # the second call meets cached prefixes
+        got, want = cached.judge(cands, rs), fresh.judge(cands, rs)
+        np.testing.assert_allclose([[v.p for v in row] for row in got], [[v.p for v in row] for row in want],
+                                   rtol=0, atol=1e-5)
+    assert len(cached._runner.prefixes) == 3 and not fresh._runner.prefixes  # one prefix per distinct painting
+    with pytest.raises(ConfigError, match="prefix_cache"):
+        TransformersJudgeConfig(model="m", prefix_cache=-1)

@@ -38,7 +38,7 @@ def pool_dir(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("pool")
     ids = {}
-    with Pool.open(folder) as pool:
+    with Pool.open(folder, create=True) as pool:
         for tier, levels in LEVELS.items():
             for k, level in enumerate(levels):
                 c = Candidate(code=f"// {tier} {k}", seed=level, ok=True,
@@ -134,4 +134,4 @@ def test_cli_reports_usage_problems_together(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "3 problem(s)" in err and "--refs is required" in err and "--k 0" in err
     assert main(["judge", "validate", "--model", "m", "--pool", str(tmp_path)]) == 2
-    assert "not a pool" in capsys.readouterr().err
+    assert "holds no pool (no pool.db)" in capsys.readouterr().err

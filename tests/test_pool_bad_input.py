@@ -54,12 +54,12 @@ def test_corrupt_image_in_store_is_found_and_repaired(pool, tmp_path, make_png):
 
 
 def test_truncated_database(tmp_path, make_png):
-    with Pool.open(tmp_path / "p") as pool:
+    with Pool.open(tmp_path / "p", create=True) as pool:
         _fill(pool, make_png, 40)
     db = tmp_path / "p" / "pool.db"
     db.write_bytes(db.read_bytes()[: db.stat().st_size // 3])
     with pytest.raises(PoolError, match=r"is damaged .*restore it from a backup.*images/ are untouched"):
-        with Pool.open(tmp_path / "p") as pool:
+        with Pool.open(tmp_path / "p", create=True) as pool:
             pool.stats()
     assert len(list((tmp_path / "p" / "images").rglob("*.png"))) == 40
 
@@ -68,16 +68,16 @@ def test_garbage_database(tmp_path):
     (tmp_path / "p").mkdir()
     (tmp_path / "p" / "pool.db").write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(PoolError, match="is damaged"):
-        Pool.open(tmp_path / "p")
+        Pool.open(tmp_path / "p", create=True)
 
 
 def test_locked_database_then_released(tmp_path, make_png):
-    with Pool.open(tmp_path / "p") as pool:
+    with Pool.open(tmp_path / "p", create=True) as pool:
         c = _fill(pool, make_png, 1)[0]
     holder = sqlite3.connect(tmp_path / "p" / "pool.db", isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
     holder.execute("INSERT INTO settings VALUES ('x', 'y')")
-    with Pool.open(tmp_path / "p", busy_timeout_s=0.2) as pool:
+    with Pool.open(tmp_path / "p", busy_timeout_s=0.2, create=True) as pool:
         with pytest.raises(PoolError, match="is locked by another process.*retry, or stop the other writer"):
             pool.label(c.id, "nope", "ben")
         assert pool.current_labels() == {c.id: {"ana": "love"}}  # reads still work under WAL
@@ -90,7 +90,7 @@ def test_locked_database_then_released(tmp_path, make_png):
 def test_unwritable_folders(tmp_path, pool, make_png):
     (tmp_path / "file.txt").write_text("x")
     with pytest.raises(PoolError, match="cannot create pool folder .*choose another with --pool"):
-        Pool.open(tmp_path / "file.txt" / "pool")
+        Pool.open(tmp_path / "file.txt" / "pool", create=True)
     _fill(pool, make_png, 2)
     with pytest.raises(PoolError, match="is a file: export into a new or empty folder"):
         export_pool(pool, tmp_path / "file.txt")

@@ -78,7 +78,7 @@ def test_label_errors_exit_2_with_a_message(capsys, tmp_path, make_png):
     assert code == 2 and "either a TIER" in err
     code, _, err = run(capsys, "label", "abcdef12", "love", "--by", "ana", "--pool", pool_dir)
     assert code == 2 and "import the sketch first" in err
-    with Pool.open(pool_dir) as pool:
+    with Pool.open(pool_dir, create=True) as pool:
         assert pool.label_history(cid) == []
 
 
@@ -102,7 +102,7 @@ def test_import_renders_with_the_real_sandbox(capsys, tmp_path):
     code, out, err = run(capsys, "import", sketch, "--pool", tmp_path / "pool", "--json")
     row = json.loads(out)
     assert code == 0 and row["ok"] is not None, err  # a verdict, not "unavailable"
-    with Pool.open(tmp_path / "pool") as pool:
+    with Pool.open(tmp_path / "pool", create=True) as pool:
         stored = pool.get(row["id"])
         assert stored.render_ms and stored.violations == row["violations"]
         assert pool.image_path(row["id"]).read_bytes().startswith(b"\x89PNG")

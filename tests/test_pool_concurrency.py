@@ -23,14 +23,14 @@ def _candidates(n: int, start: int = 0) -> list[Candidate]:
 
 
 def test_threads_sharing_and_not_sharing_a_pool(tmp_path):
-    shared = Pool.open(tmp_path / "pool")
+    shared = Pool.open(tmp_path / "pool", create=True)
     base = _candidates(20)
     shared.add_candidates(base)
     errors = []
 
     def work(k: int):
         try:
-            pool = shared if k % 2 else Pool.open(tmp_path / "pool")
+            pool = shared if k % 2 else Pool.open(tmp_path / "pool", create=True)
             # every thread also adds the same 10 overlapping candidates plus 5 of its own
             pool.add_candidates(_candidates(10, 100) + _candidates(5, 200 + 5 * k))
             for i in range(30):
@@ -57,7 +57,7 @@ def test_threads_sharing_and_not_sharing_a_pool(tmp_path):
 
 
 def _process_writer(pool_dir: str, k: int, ids: list[str]) -> None:
-    with Pool.open(pool_dir) as pool:
+    with Pool.open(pool_dir, create=True) as pool:
         for i in range(0, 60, 10):  # overlapping batches with every other process
             pool.add_candidates(_candidates(10, i))
         for i, cid in enumerate(ids):
@@ -66,7 +66,7 @@ def _process_writer(pool_dir: str, k: int, ids: list[str]) -> None:
 
 def test_processes_write_at_once(tmp_path):
     pool_dir = str(tmp_path / "pool")
-    with Pool.open(pool_dir) as pool:
+    with Pool.open(pool_dir, create=True) as pool:
         ids = [c.id for c in _candidates(60)]
         pool.add_candidates(_candidates(5))
     ctx = multiprocessing.get_context("spawn")
@@ -76,7 +76,7 @@ def test_processes_write_at_once(tmp_path):
     for p in procs:
         p.join()
     assert [p.exitcode for p in procs] == [0, 0, 0, 0]
-    with Pool.open(pool_dir) as pool:
+    with Pool.open(pool_dir, create=True) as pool:
         assert len(pool.candidates()) == 60
         current = pool.current_labels()
         assert len(current) == 60 and all(len(by) == 4 for by in current.values())
@@ -91,7 +91,7 @@ import sys
 from salon.pool import Candidate, Pool
 sys.path.insert(0, sys.argv[2])
 from conftest import _png
-pool = Pool.open(sys.argv[1])
+pool = Pool.open(sys.argv[1], create=True)
 ids = [line.strip() for line in open(sys.argv[1] + "/ids.txt")]
 i = 0
 while True:
@@ -107,7 +107,7 @@ while True:
 
 def test_sigkill_mid_write_loses_no_committed_label(tmp_path):
     pool_dir = tmp_path / "pool"
-    with Pool.open(pool_dir) as pool:
+    with Pool.open(pool_dir, create=True) as pool:
         base = _candidates(10)
         pool.add_candidates(base)
     (pool_dir / "ids.txt").write_text("\n".join(c.id for c in base))
@@ -130,7 +130,7 @@ def test_sigkill_mid_write_loses_no_committed_label(tmp_path):
     assert reported, "the writer committed nothing before the kill"
     for _, seq, cid, tier in reported:
         assert rows[int(seq)] == (cid, tier)
-    with Pool.open(pool_dir, busy_timeout_s=5) as pool:
+    with Pool.open(pool_dir, busy_timeout_s=5, create=True) as pool:
         for _, cid in (line[:2] for line in lines if line and line[0] == "candidate"):
             c = pool.get(cid)
             assert c is not None and hashlib.sha256(pool.image_path(cid).read_bytes()).hexdigest() == c.image_sha256

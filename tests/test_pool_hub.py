@@ -40,7 +40,7 @@ def _json(proc) -> dict:
 def test_push_twice_then_pull_the_older_pinned_revision(hub, tmp_path, make_png):
     url, server = hub
     pool_dir = str(tmp_path / "pool")
-    with Pool.open(pool_dir) as pool:
+    with Pool.open(pool_dir, create=True) as pool:
         cs = [Candidate(code=f"p{i}", png=make_png(i), ok=True, subject="koi", model="m:a") for i in range(4)]
         pool.add_candidates(cs)
         pool.label(cs[0].id, "love", "ana")
@@ -48,7 +48,7 @@ def test_push_twice_then_pull_the_older_pinned_revision(hub, tmp_path, make_png)
         pool.label(cs[2].id, "nope", "ana")
     first = _json(salon(["push", "me/paintings", "--pool", pool_dir, "--json"], url, tmp_path))
     assert len(first["revision"]) == 40 and first["labelled"] == 3
-    with Pool.open(pool_dir) as pool:
+    with Pool.open(pool_dir, create=True) as pool:
         pool.label(cs[1].id, "love", "ana")  # okay -> love
         pool.label(cs[3].id, "love", "ana")
         pool.add_pair_choice(cs[0].id, cs[1].id, "tie", "ana")
@@ -70,7 +70,7 @@ def test_push_twice_then_pull_the_older_pinned_revision(hub, tmp_path, make_png)
     assert (manifest["repo_id"], manifest["revision"]) == ("me/paintings", first["revision"])
     tiers = {r["id"]: r["tier"] for r in manifest["references"]}
     assert tiers == {cs[0].id: "love", cs[1].id: "okay", cs[2].id: "nope"}
-    with Pool.open(pool_dir) as pool:
+    with Pool.open(pool_dir, create=True) as pool:
         for r in manifest["references"]:
             assert r["path"] == f"refs/{r['tier']}/{r['id']}.png"
             assert (tmp_path / "refs" / r["path"]).read_bytes() == pool.image_path(r["id"]).read_bytes()
@@ -97,7 +97,7 @@ def test_push_twice_then_pull_the_older_pinned_revision(hub, tmp_path, make_png)
 def test_private_repo_and_plain_output(hub, tmp_path, make_png):
     url, server = hub
     pool_dir = str(tmp_path / "pool")
-    with Pool.open(pool_dir) as pool:
+    with Pool.open(pool_dir, create=True) as pool:
         c = Candidate(code="x", png=make_png(1), ok=True)
         pool.add_candidate(c)
         pool.label(c.id, "love", "ana")
@@ -111,7 +111,7 @@ def test_private_repo_and_plain_output(hub, tmp_path, make_png):
 def test_hub_errors_say_what_to_do(hub, tmp_path, make_png):
     url, _ = hub
     pool_dir = str(tmp_path / "pool")
-    with Pool.open(pool_dir) as pool:
+    with Pool.open(pool_dir, create=True) as pool:
         c = Candidate(code="x", png=make_png(1), ok=True)
         pool.add_candidate(c)
         pool.label(c.id, "love", "ana")
@@ -129,14 +129,14 @@ def test_hub_errors_say_what_to_do(hub, tmp_path, make_png):
     proc = salon(["pull", "me/x", "--to", str(tmp_path / "r")], url, tmp_path)
     assert proc.returncode == 2 and "holds no references" in proc.stderr
     assert (tmp_path / "r" / "mine.txt").read_text() == "keep"
-    with Pool.open(pool_dir) as pool:
+    with Pool.open(pool_dir, create=True) as pool:
         assert len(pool.releases()) == 1  # failed pushes record nothing
 
 
 def test_a_push_cut_off_at_its_commit_resumes_without_uploading_again(hub, tmp_path, make_png):
     url, server = hub
     pool_dir = str(tmp_path / "pool")
-    with Pool.open(pool_dir) as pool:
+    with Pool.open(pool_dir, create=True) as pool:
         cs = [Candidate(code=f"p{i}", png=make_png(i), ok=True, subject="koi") for i in range(3)]
         pool.add_candidates(cs)
         for c in cs:
@@ -152,5 +152,5 @@ def test_a_push_cut_off_at_its_commit_resumes_without_uploading_again(hub, tmp_p
     assert sum(m == "PUT" for m, _ in server.requests) == arrived  # the export is the same bytes: nothing re-sent
     files = repo.commits[again["revision"]].files
     assert {p.split("/")[0] for p in files} >= {"data", "candidates", "README.md"}
-    with Pool.open(pool_dir) as pool:
+    with Pool.open(pool_dir, create=True) as pool:
         assert [r.revision for r in pool.releases()] == [again["revision"]]

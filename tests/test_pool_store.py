@@ -193,7 +193,7 @@ def test_a_snapshot_reads_one_moment_while_another_process_writes(pool, make_png
     pool.add_candidates([sketch(1, make_png(1)), sketch(2, make_png(2))])
     first, second = (c.id for c in pool.candidates())
     pool.label(first, "love", by="ana")
-    with Pool.open(pool.dir) as other:  # a second connection: another labeler, another process
+    with Pool.open(pool.dir, create=True) as other:  # a second connection: another labeler, another process
         with pool.snapshot() as s:
             before = s.candidates()
             other.label(first, "nope", by="bo")
@@ -236,7 +236,7 @@ def test_resolve_id_prefix(pool, make_png):
 
 
 def test_schema_version_and_newer_database_refused(tmp_path):
-    with Pool.open(tmp_path / "p") as p:
+    with Pool.open(tmp_path / "p", create=True) as p:
         p.add_candidate(sketch(1))
     conn = sqlite3.connect(tmp_path / "p" / "pool.db")
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
@@ -244,7 +244,7 @@ def test_schema_version_and_newer_database_refused(tmp_path):
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     conn.close()
     with pytest.raises(PoolError, match="upgrade salon"):
-        Pool.open(tmp_path / "p")
+        Pool.open(tmp_path / "p", create=True)
 
 
 def test_perceptual_hash_is_imagehash_phash(make_png):
@@ -261,7 +261,7 @@ def test_a_pool_hashed_before_imagehash_is_rehashed_when_opened(tmp_path, make_p
     from PIL import Image
 
     base, near, other = sketch(1, make_png(1)), sketch(2, make_png(1, noise=800)), sketch(3, make_png(3))
-    with Pool.open(tmp_path / "p") as p:
+    with Pool.open(tmp_path / "p", create=True) as p:
         p.add_candidates([base, near, other])
         (tmp_path / "p" / image_relpath(other.image_sha256)).unlink()  # lost in a crash: no hash then
     conn = sqlite3.connect(tmp_path / "p" / "pool.db")
@@ -270,7 +270,7 @@ def test_a_pool_hashed_before_imagehash_is_rehashed_when_opened(tmp_path, make_p
     conn.commit()
     conn.execute("PRAGMA user_version = 1")
     conn.close()
-    with Pool.open(tmp_path / "p") as p:
+    with Pool.open(tmp_path / "p", create=True) as p:
         got = {c.id: c for c in p.candidates()}
         assert p.near_duplicates() == {near.id: base.id}
     for c, png in ((base, make_png(1)), (near, make_png(1, noise=800))):

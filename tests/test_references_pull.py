@@ -53,7 +53,7 @@ def release(tmp_path, make_png):
     """A pushed pool: 2 love, 1 okay, 1 nope; yields (url, revision, love/okay ids)."""
     with serve() as (url, _):
         pool_dir = tmp_path / "pool"
-        with Pool.open(pool_dir) as pool:
+        with Pool.open(pool_dir, create=True) as pool:
             cs = [Candidate(code=f"p{i}", png=make_png(i, size=128), ok=True, subject="koi", model="m:a")
                   for i in range(4)]
             pool.add_candidates(cs)

@@ -28,7 +28,7 @@ def test_collapsing_run_raises_alarms(runs, capsys):
     assert last["diversity_within"] < first["diversity_within"]
     assert all(a["step"] > 8 for a in report["alarms"])  # needs two windows of history first
     assert (runs["collapse"] / "audit" / "audit.png").is_file()
-    assert any("grid-step" in f for f in report["figures"])
+    assert any("/grids/step-" in f for f in report["figures"])
 
 
 def test_healthy_run_stays_silent(runs, capsys):

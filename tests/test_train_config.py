@@ -26,7 +26,7 @@ def test_every_problem_reported_at_once():
                          overrides=["grpo.max_steps"])
     text = str(e.value)
     for needle in ("grpo.beta", "multiple of grpo.num_generations", "grpo.top_p", "grpo.scale_rewards",
-                   "lora.r", "judge.k", "reward.weights.hps", "render.workers", "bogus", "override"):
+                   "lora.r", "judge.k", "reward.weights.hps", "render.workers", "bogus", "--set 'grpo.max_steps'"):
         assert needle in text, needle
     assert len(e.value.problems) >= 10
 

@@ -292,3 +292,90 @@ def test_config_exposes_the_generation_batch(tmp_path):
         config_from_dict({"grpo": {"generation_batch_size": 12, "steps_per_generation": 2,
                                    "generation_compile": "fast"}})
     assert len(e.value.problems) == 3
+
+
+def test_filled_attention_decodes_as_the_whole_cache(trained):
+    """grpo.generation_attention=filled against today's whole-cache attention, float32 on a CPU:
+    greedy tokens identical and every decode step's log-probabilities within 1e-5, on left-padded
+    prompts of which some repeat (rows that read another row's prompt positions)."""
+    from transformers import StaticCache
+
+    from salon.train.decode_attention import DecodeSpan
+
+    trainer, engine = trained
+    model = engine.policy.model
+    prompts = tokenize(PROMPTS * 2, trainer)
+    cfg = trainer.generation_config.__class__.from_dict({**trainer.generation_config.to_dict(), "do_sample": False})
+    cfg.eos_token_id = None
+    tokens = {a: StaticDecoder(model, compile=False, prompt_bucket=16, attention=a).generate(prompts, cfg)
+              for a in ("filled", "whole")}
+    assert torch.equal(tokens["filled"], tokens["whole"]) and tokens["filled"].shape == (8, MAX_NEW)
+
+    bucket = 16 * -(-max(map(len, prompts)) // 16)
+    ids = torch.tensor([[0] * (bucket - len(p)) + p for p in prompts])
+    mask = torch.zeros(len(prompts), bucket + MAX_NEW, dtype=torch.long)
+    for i, p in enumerate(prompts):
+        mask[i, bucket - len(p):bucket] = 1
+    position = (mask[:, :bucket].cumsum(-1) - 1).clamp(min=0)
+    span = DecodeSpan.start(mask, bucket, prompts)
+    assert span.shared_rows == 4
+    steps = {}
+    with torch.no_grad():
+        for attention in ("filled", "whole"):
+            mask[:, bucket:] = 0
+            cache = StaticCache(config=model.config, max_cache_len=bucket + MAX_NEW)
+            model(input_ids=ids, attention_mask=mask[:, :bucket], position_ids=position, cache=cache, use_cache=True)
+            pos, rows = position[:, -1:], []
+            for i in range(1, MAX_NEW):
+                mask[:, bucket + i - 1] = 1
+                span.advance(bucket + i)
+                pos = pos + 1
+                step_mask = {"full_attention": span} if attention == "filled" else mask
+                logits = model(input_ids=tokens["whole"][:, i - 1:i], attention_mask=step_mask, position_ids=pos,
+                               cache=cache, use_cache=True).logits[:, -1]
+                rows.append(torch.log_softmax(logits.float(), -1))
+            steps[attention] = torch.stack(rows)
+    assert (steps["filled"] - steps["whole"]).abs().max().item() < LOGPROB_TOL
+
+
+KERNEL_CHECK = """
+import torch
+from salon.train import decode_attention as da
+torch.manual_seed(0)
+batch, kv, groups, length, dim, bucket = 5, 2, 3, 200, 32, 48
+q = torch.randn(batch, kv * groups, 1, dim)
+k, v = torch.randn(batch, kv, length, dim), torch.randn(batch, kv, length, dim)
+prompts = [[1] * 40, [2] * 17, [1] * 40, [3] * 5, [2] * 17]
+mask = torch.zeros(batch, length, dtype=torch.long)
+for i, p in enumerate(prompts):
+    mask[i, bucket - len(p):bucket] = 1
+for row, first in ((2, 0), (4, 1)):  # the same prompt, the same prompt keys and values
+    k[row, :, :bucket], v[row, :, :bucket] = k[first, :, :bucket], v[first, :, :bucket]
+span = da.DecodeSpan.start(mask, bucket, prompts)
+for end in (bucket + 1, bucket + 90, length):
+    mask[:, bucket:end] = 1
+    span.advance(end)
+    whole = torch.nn.functional.scaled_dot_product_attention(
+        q.reshape(batch, kv, groups, dim), k, v, attn_mask=mask[:, None, None].bool(), scale=0.3)
+    want = da.reference_attention(q, k, v, span, 0.3)
+    assert (want - whole.reshape(batch, 1, kv * groups, dim)).abs().max() < 1e-5
+    corrupt_k, corrupt_v = k.clone(), v.clone()  # rows 2 and 4 read their prompt from rows 0 and 1
+    corrupt_k[[2, 4], :, :bucket], corrupt_v[[2, 4], :, :bucket] = 7.0, -7.0
+    got = da.run_kernel(da._slice_kernel, q, corrupt_k, corrupt_v, mask, span.bounds, span.prefix_row, 0.3)
+    assert (got - want).abs().max() < 1e-5, (end, (got - want).abs().max())
+print("kernel ok")
+"""
+
+
+def test_the_decode_kernel_equals_sdpa_under_tritons_interpreter():
+    """The Triton kernel itself, run by Triton's CPU interpreter in float32: SDPA's result over the
+    filled positions, with a group's prompt read from its first row (the others' copies are spoiled
+    here to show they are not read). benchmarks/check_decode_kernel_gpu.py runs it on a GPU."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("triton")
+    out = subprocess.run([sys.executable, "-c", KERNEL_CHECK], env={**os.environ, "TRITON_INTERPRET": "1"},
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and "kernel ok" in out.stdout, out.stderr[-3000:]

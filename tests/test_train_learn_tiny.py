@@ -121,7 +121,8 @@ def test_references_from_a_pool_export_are_its_love_and_okay_tiers(pool, make_pn
     export_pool(pool, tmp_path / "release")
     refs = load_references(tmp_path / "release")
     assert {r.id: r.tier for r in refs.references} == {i: t for i, t in ids.items() if t != "nope"}
-    assert refs.release.startswith("export:release@") and len(refs.release.split("@")[1]) == 12
+    assert refs.release == f"export:{(tmp_path / 'release').resolve()}@{refs.release.rsplit('@', 1)[1]}"
+    assert len(refs.release.rsplit("@", 1)[1]) == 12
     assert all(r.load().size == (64, 64) for r in refs.references)
     assert load_references(tmp_path / "release").release == refs.release  # named by its content
 
@@ -198,7 +199,7 @@ def test_two_steps_of_each_config_then_eval_and_audit(config, start, release, tm
     assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-1", "checkpoint-2"]
     ds = load_rollouts_dataset(out)
     assert len(ds) == 4 and {"reward_judge", "reward_paint_fraction"} <= set(ds.column_names)
-    assert all(r.startswith("export:release@") for r in ds["pool_release"])
+    assert all(r.startswith("export:") and r.split("@")[0].endswith("release") for r in ds["pool_release"])
     assert set(ds["judge"]) == {"measures:palette+layout+paint"}
     capsys.readouterr()  # what salon train printed: the eval's JSON comes next
     assert main(["eval", str(out), "--prompts", "sunflower", "--samples", "2", "--oracle", "measures",

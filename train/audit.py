@@ -218,7 +218,7 @@ def audit_run(run_dir: str | Path, settings: AuditSettings | None = None, figure
         for step in steps[::every] if len(steps) > 1 else steps:
             idx = by_step[int(step)]
             path = save_grid([pil[i] for i in idx], [records[i] for i in idx],
-                             figures / f"grid-step-{int(step):06d}.png")
+                             figures / "grids" / f"step-{int(step):06d}.png")  # where training puts them
             report["figures"].append(str(path))
     return report
 

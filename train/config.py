@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from salon.curate.sandbox.gpu import GPU_FLAG_SETS, GPU_MODES
+from salon.curate.sandbox.ocr import TEXT_CHECKS
 from salon.pool.errors import ConfigError
 
 GENERATION_ENGINES = ("transformers", "compiled", "continuous_batching", "vllm_server", "vllm_colocate")
@@ -109,6 +110,7 @@ class GRPOSettings:
     generation: str = "auto"
     generation_compile: str = "auto"  # compiled: torch.compile the decode step (auto: on CUDA only; off: static cache only)
     generation_prompt_bucket: int = 256  # compiled: prompts left-padded to a multiple of this, so shapes repeat
+    generation_attention: str = "whole"  # compiled: decode attention over the whole static cache, or the filled part
     # Completions generated at once, per process: per_device_train_batch_size x steps_per_generation (TRL's
     # default steps_per_generation is gradient_accumulation_steps). 8 prompts x 8 per optimiser step:
     # per_device_train_batch_size=8, gradient_accumulation_steps=8. A steps_per_generation above
@@ -161,6 +163,8 @@ class GRPOSettings:
         self.generation_compile = _on_off(self.generation_compile)
         if self.generation_compile not in GENERATION_COMPILE:
             p.append(f"grpo.generation_compile={self.generation_compile!r}: use {', '.join(GENERATION_COMPILE)}")
+        if self.generation_attention not in ("filled", "whole"):
+            p.append(f"grpo.generation_attention={self.generation_attention!r}: use filled or whole")
         if self.generation_prompt_bucket < 1:
             p.append(f"grpo.generation_prompt_bucket={self.generation_prompt_bucket}: must be at least 1")
         if self.generation_batch_size is not None and self.steps_per_generation is not None:
@@ -293,6 +297,7 @@ class RenderSettings:
     prefetch: bool = True  # start rendering as soon as generation returns, before TRL's logprob passes
     gpu: str = "auto"  # WebGL on the node's GPU when Chromium can draw there, else SwiftShader (salon.curate.sandbox.gpu)
     gl: str = ""  # the GPU flag set: "" = the first that draws (vulkan-canvas); vulkan-icd = exact repeats, 2D on the CPU
+    text_check: str = "ocr"  # read every painting that passed the page for words (text_label); off: skip (salon.curate.sandbox.ocr)
     ray_address: str = "local"  # ray: local (a private cluster on this machine), auto, host:6379, ray://host:10001
     actors: int = 0  # ray: render actors; 0 = one per `cpus_per_actor` cluster CPUs
     cpus_per_actor: float = 2.0  # ray: CPUs each actor reserves (one SwiftShader render keeps ~1.8 busy)
@@ -312,6 +317,8 @@ class RenderSettings:
             p.append(f"render.gl={self.gl!r} names a GPU flag set, but render.gpu=off: drop one of them")
         elif self.gl and self.backend == "env":
             p.append(f"render.gl={self.gl!r}: with render.backend=env the server draws where its own --gpu says")
+        if self.text_check not in TEXT_CHECKS:
+            p.append(f"render.text_check={self.text_check!r}: use {', '.join(TEXT_CHECKS)}")
         if self.workers < 1:
             p.append(f"render.workers={self.workers}: must be at least 1")
         if self.browsers < 0:
@@ -426,9 +433,13 @@ def _build(cls, data, where: str, problems: list[str]):
         problems.append(f"{where}: expected a mapping, got {type(data).__name__}")
         return None
     names = {f.name for f in fields(cls)}
-    unknown = sorted(set(data) - names)
-    for key in unknown:
-        problems.append(f"{where}.{key}: unknown field; known: {', '.join(sorted(names))}")
+    if cls is GRPOSettings:  # any field of TRL's GRPOConfig goes under grpo. too (salon.train.trl_fields)
+        from salon.train.trl_fields import split_grpo
+
+        data, grpo_problems = split_grpo(data, names)
+        problems += grpo_problems
+    for key in sorted(set(data) - names):
+        problems.append(f"{where}.{key}: unknown field; {_did_you_mean(key, names)}")
     try:
         return cls(**{k: v for k, v in data.items() if k in names})
     except ConfigError as e:
@@ -438,6 +449,28 @@ def _build(cls, data, where: str, problems: list[str]):
     return None
 
 
+def _did_you_mean(key: str, names) -> str:
+    from salon.train.trl_fields import nearest
+
+    close = nearest(key, names)
+    return (f"did you mean {', '.join(close)}? " if close else "") + f"known: {', '.join(sorted(names))}"
+
+
+def _blame_overrides(problems: list[str], overrides: list[str]) -> tuple[list[str], bool]:
+    """Problems caused by a --set override name it (`--set grpo.x: ...`), not the YAML file;
+    also whether every problem was one."""
+    import re
+
+    keys = {item.partition("=")[0].strip() for item in overrides}
+    blamed = []
+    for p in problems:
+        lead = m.group(0) if (m := re.match(r"[\w.]+", p)) else None
+        from_set = p.startswith("--set ") or bool(lead) and any(
+            lead == k or lead.startswith(k + ".") or k.startswith(lead + ".") for k in keys)
+        blamed.append((p if p.startswith("--set ") else f"--set {p}") if from_set else p)
+    return blamed, all(b.startswith("--set ") for b in blamed)
+
+
 def apply_overrides(data: dict, overrides: list[str], problems: list[str]) -> dict:
     """Set `a.b.c=value` (value parsed as YAML) in a nested dict."""
     import yaml
@@ -445,19 +478,19 @@ def apply_overrides(data: dict, overrides: list[str], problems: list[str]) -> di
     for item in overrides or []:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
-            problems.append(f"override {item!r}: write key=value, e.g. grpo.beta=0.01")
+            problems.append(f"--set {item!r}: write key=value, e.g. grpo.beta=0.01")
             continue
         try:
             value = yaml.safe_load(raw) if raw.strip() else None
         except yaml.YAMLError as e:
-            problems.append(f"override {item!r}: value is not YAML ({e})")
+            problems.append(f"--set {item!r}: value is not YAML ({e})")
             continue
         node = data
         parts = key.strip().split(".")
         for part in parts[:-1]:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
-                problems.append(f"override {item!r}: {part} is not a section")
+                problems.append(f"--set {item!r}: {part} is not a section")
                 break
         else:
             node[parts[-1]] = value
@@ -469,15 +502,16 @@ def config_from_dict(data: dict, overrides: list[str] | None = None, where: str 
     data = apply_overrides(dict(data or {}), overrides or [], problems)
     top = {f.name for f in fields(TrainConfig)}
     for key in sorted(set(data) - top):
-        problems.append(f"{key}: unknown section or field; known: {', '.join(sorted(top))}")
+        problems.append(f"{key}: unknown section or field; {_did_you_mean(key, top)}")
     sections = {name: _build(cls, data.get(name), name, problems) for name, cls in SECTIONS.items()}
     scalars = {k: data[k] for k in top - set(SECTIONS) if k in data}
-    if problems or any(v is None for v in sections.values()):
-        raise ConfigError(problems, where)
     try:
-        return TrainConfig(**scalars, **sections)
+        if not problems and all(v is not None for v in sections.values()):
+            return TrainConfig(**scalars, **sections)
     except ConfigError as e:
-        raise ConfigError(e.problems, where) from None
+        problems = e.problems
+    problems, all_set = _blame_overrides(problems, overrides or [])
+    raise ConfigError(problems, "--set" if all_set else where)
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:

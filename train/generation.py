@@ -22,7 +22,10 @@ bound (shared/reference/generation-speed.md). This engine owns that path instead
 2. `StaticDecoder` (decode.py): a `StaticCache` the decoder owns (allocated once per shape, reset
    in place) and one compiled function per decode step, forward, warpers, sampling and EOS
    bookkeeping together (torch.compile, mode reduce-overhead: one CUDA graph replay per token),
-   with attention that reads the KV heads as cached instead of repeating them per query head.
+   with attention that reads the KV heads as cached instead of repeating them per query head
+   (`grpo.generation_attention: filled` reads only the cache positions filled so far, a group's
+   prompt positions from one row: decode_attention.py; measured slower than the whole cache on an
+   H200 so far, README's speed section).
    Prompts are left-padded to a multiple of `prompt_bucket` tokens, so shapes repeat across steps.
 3. Sampling is TRL's `GenerationConfig` (temperature, top-p, top-k, EOS ids, max_completion_length)
    with generate's own warpers and sampling rule (decode.py says how it is the same), on the
@@ -131,11 +134,12 @@ def cut_after_eos(completions: torch.Tensor, eos_ids: list[int]) -> list[list[in
 class CompiledGeneration:
     """TRL's `rollout_func` for `grpo.generation: compiled` (see the module doc)."""
 
-    def __init__(self, compile: str = "auto", prompt_bucket: int = 256, compile_config=None):
+    def __init__(self, compile: str = "auto", prompt_bucket: int = 256, compile_config=None, attention: str = "whole"):
         if compile not in GENERATION_COMPILE:
             raise ConfigError([f"grpo.generation_compile={compile!r}: use {', '.join(GENERATION_COMPILE)}"],
                               "salon train")
         self.compile, self.prompt_bucket, self.compile_config = compile, prompt_bucket, compile_config
+        self.attention = attention
         self.policy: MergedPolicy | None = None
         self.decoder: StaticDecoder | None = None
         self.refreshed_at: int | None = None
@@ -159,7 +163,7 @@ class CompiledGeneration:
         self.policy = MergedPolicy(trainer.model)
         on = self.compile == "on" or (self.compile == "auto" and self.policy.device.type == "cuda")
         self.decoder = StaticDecoder(self.policy.model, compile=on, prompt_bucket=self.prompt_bucket,
-                                     compile_config=self.compile_config)
+                                     compile_config=self.compile_config, attention=self.attention)
         self.refreshed_at = trainer.state.global_step
         log.info("compiled generation: merged copy of %.2f GiB on %s (compile %s, prompts padded to multiples of %d)",
                  self.policy.nbytes / GIB, self.policy.device, "on" if on else "off", self.prompt_bucket)

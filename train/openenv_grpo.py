@@ -108,7 +108,7 @@ def train(env_url: str, model: str, output_dir: str, subjects: list[str], repeat
     args = GRPOConfig(output_dir=str(out), max_steps=max_steps, learning_rate=learning_rate,
                       per_device_train_batch_size=num_generations, num_generations=num_generations,
                       max_completion_length=max_completion_length, logging_steps=1, save_strategy="no",
-                      report_to="none", use_cpu=cpu, bf16=not cpu, gradient_checkpointing=not cpu,
+                      report_to="none", use_cpu=cpu, bf16=not cpu, activation_checkpointing=not cpu,
                       scale_rewards="none", chat_template_kwargs={"enable_thinking": False})
     trainer = GRPOTrainer(model=path, processing_class=tokenizer, args=args,
                           train_dataset=build_dataset(env_url, subjects, repeat),

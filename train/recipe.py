@@ -52,11 +52,35 @@ def build_judge(cfg: TrainConfig, out: Path, device: str | None = None):
     return load_judge(cfg.judge.name, **kwargs)
 
 
+def check_models(cfg: TrainConfig) -> None:
+    """Every model the run names can be loaded (salon.judges.model_source), checked in seconds
+    before anything is built or written: a typo is one line, not a minute of retries and a traceback."""
+    from salon.judges.model_source import model_problems
+    from salon.pool.errors import ConfigError, SetupError
+
+    fields = {"policy.model": cfg.policy.model}
+    if cfg.judge.name != "openai":
+        fields["judge.model"] = cfg.judge.model
+    if cfg.reward.absolute:
+        fields["reward.absolute_kwargs.model"] = cfg.reward.absolute_kwargs.get("model")
+    problems = model_problems(fields)
+    if len(problems) == 1:
+        raise SetupError(problems[0])
+    if problems:
+        raise ConfigError(problems, "salon train")
+
+
 def build_references(cfg: TrainConfig, out: Path):
-    from salon.judges.references import load_references
+    """cfg.judge.references, pinned in OUTPUT_DIR/references/ (manifest.json: source, release, each id
+    and tier; local sources copied in), so a resumed run and `salon eval` face the same set."""
+    from salon.judges.references import load_references, record_references, recorded_references
     from salon.train.tiny import resolve_references
 
-    return load_references(resolve_references(cfg.judge.references, out / "tiny-refs"))
+    recorded = recorded_references(out / "references", cfg.judge.references)
+    if recorded is not None:
+        return recorded
+    refs = load_references(resolve_references(cfg.judge.references, out / "tiny-refs"))
+    return record_references(refs, out / "references", cfg.judge.references)
 
 
 def lora_config(cfg: TrainConfig):
@@ -151,10 +175,12 @@ def build_render_backend(cfg: TrainConfig, processes: int = 1):
         browsers = r.browsers or max(1, int(r.cpus_per_actor // 2))
         return open_backend(BackendConfig(backend="ray", address=r.ray_address, actors=r.actors,
                                           cpus_per_actor=r.cpus_per_actor),
-                            RenderConfig(browsers=browsers, timeout_s=r.timeout_s, gpu=r.gpu, gl=r.gl))
+                            RenderConfig(browsers=browsers, timeout_s=r.timeout_s, gpu=r.gpu, gl=r.gl,
+                                         text_check=r.text_check))
     from salon.train.render_workers import RenderPool
 
-    return RenderPool(RenderConfig(browsers=r.browsers, timeout_s=r.timeout_s, gpu=r.gpu, gl=r.gl), workers=r.workers)
+    return RenderPool(RenderConfig(browsers=r.browsers, timeout_s=r.timeout_s, gpu=r.gpu, gl=r.gl, text_check=r.text_check),
+                      workers=r.workers)
 
 
 # ---- 4. trainer ------------------------------------------------------------------------------------
@@ -167,21 +193,23 @@ def grpo_args(cfg: TrainConfig, out: Path):
     dtype = cfg.policy.dtype if cfg.policy.dtype != "auto" else ("float32" if g.use_cpu else "bfloat16")
     return GRPOConfig(
         output_dir=str(out), run_name=cfg.name, seed=cfg.seed,
-        project=g.extra.get("project", "salon"),  # trackio's project (transformers' default is "huggingface")
         learning_rate=g.learning_rate, lr_scheduler_type=g.lr_scheduler_type, warmup_steps=g.warmup_steps,
         beta=g.beta, num_generations=g.num_generations, per_device_train_batch_size=g.per_device_train_batch_size,
         gradient_accumulation_steps=g.gradient_accumulation_steps, max_completion_length=g.max_completion_length,
         temperature=g.temperature, top_p=g.top_p, top_k=g.top_k, scale_rewards=g.scale_rewards,
         loss_type=g.loss_type, max_steps=g.max_steps, logging_steps=g.logging_steps, report_to=g.report_to,
-        use_cpu=g.use_cpu, bf16=g.bf16 and not g.use_cpu, gradient_checkpointing=g.gradient_checkpointing,
+        use_cpu=g.use_cpu, bf16=g.bf16 and not g.use_cpu,
+        activation_checkpointing=g.gradient_checkpointing,  # transformers 5 renamed it; the old name warns
         generation_batch_size=g.generation_batch_size, steps_per_generation=g.steps_per_generation,
         **generation_kwargs(g),
         # every checkpoint is kept: the prior art's good checkpoints were gone when its reward hacked
         save_strategy="steps", save_steps=g.save_steps, save_total_limit=None,
         model_init_kwargs={"dtype": dtype, "attn_implementation": cfg.policy.attn_implementation},
         chat_template_kwargs={"enable_thinking": cfg.policy.enable_thinking},
-        remove_unused_columns=False, dataloader_num_workers=0, log_completions=False,
-        **{k: v for k, v in g.extra.items() if k != "project"},
+        remove_unused_columns=False,
+        # any other GRPOConfig field given under grpo. (salon.train.trl_fields) wins over these defaults;
+        # project is trackio's (transformers' default is "huggingface")
+        **{"project": "salon", "dataloader_num_workers": 0, "log_completions": False, **g.extra},
     )
 
 
@@ -201,7 +229,8 @@ def generation_engine(cfg: TrainConfig):
         return None
     from salon.train.generation import CompiledGeneration
 
-    return CompiledGeneration(compile=cfg.grpo.generation_compile, prompt_bucket=cfg.grpo.generation_prompt_bucket)
+    return CompiledGeneration(compile=cfg.grpo.generation_compile, prompt_bucket=cfg.grpo.generation_prompt_bucket,
+                              attention=cfg.grpo.generation_attention)
 
 
 def generation_kwargs(g) -> dict:
@@ -272,10 +301,13 @@ def checkpoint_step(path: str | None) -> int:
     return int(Path(path).name.rsplit("-", 1)[1]) if path else 0
 
 
-def salon_callback(cfg: TrainConfig):
-    """Writes the run config into each checkpoint and makes sure the last step is saved."""
+def salon_callback(cfg: TrainConfig, provenance: dict):
+    """Writes the run config into each checkpoint, salon's run card over TRL's stub README, and
+    makes sure the last step is saved."""
     import yaml
     from transformers import TrainerCallback
+
+    from salon.train.run_card import write_run_card
 
     text = yaml.safe_dump(cfg.to_dict(), sort_keys=False)
 
@@ -290,6 +322,7 @@ def salon_callback(cfg: TrainConfig):
                 folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
                 if folder.is_dir():
                     (folder / "salon_train.yaml").write_text(text)
+                write_run_card(Path(args.output_dir), provenance)  # TRL wrote its stub card just before
             return control
 
     return SalonCallback()
@@ -297,20 +330,24 @@ def salon_callback(cfg: TrainConfig):
 
 def train(cfg: TrainConfig) -> dict:
     """Run GRPO as configured; returns a summary (steps, checkpoints, rollouts folder)."""
+    check_models(cfg)  # first: before torch and TRL load, so a mistyped model costs seconds
     import yaml
     from accelerate import PartialState
     from trl import GRPOTrainer
 
     from salon.pool.card import salon_version
     from salon.train.archive import RolloutArchive, push_rollouts
+    from salon.train.progress import compact_output, quiet_library_warnings
     from salon.train.recorder import Recorder
     from salon.train.reward import RewardAdapter, prefetching, submit_each
     from salon.train.rollout import Planner
+    from salon.train.run_card import write_run_card
     from salon.train.smoke import ExampleSketches
     from salon.train.tiny import resolve_model
 
     out = Path(cfg.output_dir)
     state = PartialState()
+    quiet_library_warnings()
     resolve_generation(cfg)
     check_single_process_engine(cfg, state.num_processes)
     check_render_backend(cfg, state.num_processes)
@@ -350,7 +387,8 @@ def train(cfg: TrainConfig) -> dict:
                       "absolute": getattr(scorer.absolute, "name", None),
                       "smoke_examples": cfg.smoke.examples,  # >0: a share of the code was stand-in examples
                       "judge_version": getattr(judge, "prompt_version", None), "pool_release": refs.release,
-                      "references": refs.source, "salon_version": salon_version(), "config": cfg.to_dict()}
+                      "references": refs.source, "reference_counts": refs.tiers(),
+                      "salon_version": salon_version(), "config": cfg.to_dict()}
         if state.is_main_process:
             if checkpoint:  # the steps after the checkpoint are redone: their old rollouts move aside
                 moved = archive.supersede_from(checkpoint_step(checkpoint))
@@ -362,7 +400,8 @@ def train(cfg: TrainConfig) -> dict:
             warnings.filterwarnings("ignore", message="You are using 'rollout_func'")  # TRL marks it experimental
             trainer = GRPOTrainer(model=policy, reward_funcs=[adapter], args=grpo_args(cfg, out),
                                   train_dataset=build_dataset(cfg), processing_class=tokenizer,
-                                  peft_config=lora_config(cfg), callbacks=[salon_callback(cfg)], rollout_func=engine)
+                                  peft_config=lora_config(cfg), callbacks=[salon_callback(cfg, provenance)], rollout_func=engine)
+        compact_output(trainer)  # a short line per logging step on stderr, not TRL's dicts on stdout
         if engine is not None:
             engine.attach(trainer)  # the merged copy exists (or is refused) before the first step
         if cfg.grpo.generation == "continuous_batching":
@@ -381,6 +420,7 @@ def train(cfg: TrainConfig) -> dict:
                "rollouts": str(archive.folder), "log_history": trainer.state.log_history}
     if state.is_main_process:
         archive.write_card(provenance)
+        write_run_card(out, provenance)
         if cfg.archive.hub_repo:
             summary["rollouts_commit"] = push_rollouts(out, cfg.archive.hub_repo, private=cfg.archive.private)
     return summary

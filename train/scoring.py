@@ -75,11 +75,15 @@ class Scorer:
     seed: int = 0
     absolute: object | None = None  # an ImageJudge scoring 0..1 (weights.absolute); a RatingJudge keeps mu too
     image_judges: dict = field(init=False)
+    _threads: object = field(init=False, repr=False)
 
     def __post_init__(self):
+        from concurrent.futures import ThreadPoolExecutor
+
         from salon.judges.registry import load_judge
 
         self.image_judges = {name: load_judge(name) for name in self.settings.image_judges}
+        self._threads = ThreadPoolExecutor(max_workers=len(self.image_judges) + 1, thread_name_prefix="salon-image")
 
     @property
     def components(self) -> list[str]:
@@ -89,14 +93,20 @@ class Scorer:
         images = [decode(r.png) for r in results]
         passed = [i for i, r in enumerate(results) if r.ok and images[i] is not None]
         draw = draw_references(self.references, self.k, self.mix, seed=group_seed(self.seed, step, samples[0].prompt))
+        present = [i for i, im in enumerate(images) if im is not None]
+        # the image judges and the coverage are numpy on the CPU: they run in threads while the pairwise
+        # judge keeps the GPU busy, instead of after it
+        measured = {name: self._threads.submit(safe_scores, j, [images[i] for i in passed])
+                    for name, j in [*self.image_judges.items(), ("coverage", _Coverage())]}
         judged, reasons = judge_safely(self.judge, [images[i] for i in passed], draw)
-        extra = {name: safe_scores(j, [images[i] for i in passed]) for name, j in self.image_judges.items()}
+        extra = {name: measured[name].result() for name in self.image_judges}
+        coverage = dict(zip(passed, measured["coverage"].result()))
+        coverage.update(zip(rest := [i for i in present if i not in coverage],
+                            safe_scores(_Coverage(), [images[i] for i in rest])))
         rated = []
         if self.absolute is not None:
             rated = safe_ratings(self.absolute, [images[i] for i in passed])
             extra["absolute"] = [r.score for r in rated]
-        present = [i for i, im in enumerate(images) if im is not None]
-        coverage = dict(zip(present, safe_scores(_Coverage(), [images[i] for i in present])))
         at = {i: j for j, i in enumerate(passed)}
         out = []
         for i, (sample, res) in enumerate(zip(samples, results)):

@@ -9,8 +9,11 @@ Floors, lowest first (each module imports only those below it):
     chromium.py   which Chromium, and the switches every sandbox browser starts with
     isolation.py  the browser's own network namespace (or flags where none can be made)
     gpu.py        the GL path: SwiftShader, or WebGL on the node's NVIDIA GPU
-    assets.py     the page: its document, policy (CSP) and own scripts (page/*.js)
-    pages.py      long-lived browsers and their pre-warmed, reused pages
+    ocr.py        words on the painting itself (the text check)
+    gpu_watch.py  the browser's GPU memory, read from outside the page
+    assets.py     the page: its document, policy (CSP) and own scripts (page/*.js: guard, start; ses)
+    pages.py      long-lived browsers and their pre-warmed, reused pages; the guard's report channel
+    capture.py    the painting, read in an isolated world the sketch cannot reach
     render.py     RenderConfig, RenderResult, Renderer: one sketch in, one result out
     backend.py    the RenderBackend interface and the local backend (a Renderer on its own loop)
     ray_pool.py   the same interface over Ray actors

@@ -22,11 +22,13 @@ import json
 import os
 import re
 import time
+from pathlib import Path
 
 from salon.curate.sandbox.chromium import BASE_CHROMIUM_ARGS
 from salon.curate.sandbox.assets import (HTML_CONTENT_TYPE, JS_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, REPORT_BINDING,
                                          SCRIPT_HEADERS, SKETCH_PATH)
 from salon.curate.sandbox.gpu import driver_env
+from salon.curate.sandbox.gpu_watch import GpuWatch
 
 # A sketch may not name itself: V8 would put the name of its `//# sourceURL=` comment in every
 # stack frame of the sketch, and the guard reads frames to tell whose call it is (guard.js).
@@ -51,6 +53,21 @@ async def give_page_scripts(cdp, scripts: tuple[str, ...]) -> None:
         await cdp.send("Page.addScriptToEvaluateOnNewDocument", {"source": source})
 
 
+def pids_with_marker(markers: set[str]) -> list[int]:
+    """Process ids whose command line holds one of these switches (a browser's marker: launch())."""
+    wanted = {m.encode() for m in markers}
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                args = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if wanted.intersection(args):
+                pids.append(int(entry.name))
+    return sorted(pids)
+
+
 class SandboxPage:
     """A page (its own context: renderer process, storage, routing) and the document it holds."""
 
@@ -68,6 +85,7 @@ class SandboxPage:
         self.loading = True
         self.network: list[str] = []  # what the browser saw the page try, as guard-style details
         self.crashed = False
+        self.killed_for = ""  # why salon killed the page from outside (render.py's GPU memory watch)
         self.sketch: str | None = None  # set when the sketch starts; served once, as SKETCH_PATH
         self.served: set[str] = set()  # the document and the sketch are served once each
         # What the guard reported over its binding, as it happened: salon's record, not the page's.
@@ -128,6 +146,8 @@ class SandboxBrowser:
             executable_path=self.r.isolation.executable, headless=True, args=BASE_CHROMIUM_ARGS + gl.args + [self.marker],
             env=driver_env() if gl.gpu else None)
         self.browser.on("disconnected", lambda _: setattr(self, "dead", True))
+        pids = pids_with_marker({self.marker})
+        self.gpu_watch = GpuWatch(pids[0] if pids else None, on_card=gl.gpu)
         self.dead = False
         self.renders = 0
         self._refill()
@@ -181,7 +201,7 @@ class SandboxBrowser:
         page.on("framenavigated", lambda f: sp.refuse(f"navigation to {f.url[:120]}") if f == page.main_frame else None)
         try:
             sp.cdp = await context.new_cdp_session(page)
-            sp.cdp.on("Runtime.bindingCalled", sp.on_report)
+            sp.cdp.on("Runtime.bindingCalled", lambda event: sp.on_report(event))
             await give_page_scripts(sp.cdp, assets.scripts)
             sp.frame_id = (await sp.cdp.send("Page.getFrameTree"))["frameTree"]["frame"]["id"]
             await self._load(sp)

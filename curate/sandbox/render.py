@@ -30,7 +30,6 @@ import os
 import shutil
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from salon.curate.sandbox import gate
 from salon.curate.sandbox.assets import page_assets
@@ -39,7 +38,8 @@ from salon.curate.sandbox.capture import read_painting
 from salon.curate.sandbox.ocr import TEXT_CHECKS
 from salon.curate.sandbox.isolation import ISOLATION_MODES, Isolation, resolve_isolation
 from salon.curate.sandbox.chromium import BASE_CHROMIUM_ARGS, find_chromium
-from salon.curate.sandbox.pages import SandboxBrowser
+from salon.curate.sandbox.gpu_watch import WATCH_EVERY_S
+from salon.curate.sandbox.pages import SandboxBrowser, SandboxPage, pids_with_marker
 from salon.curate.sandbox.gpu import GPU_FLAG_SETS, GPU_MODES, GLPath, choose_gl_path
 from salon.pool.errors import ConfigError, SetupError
 from salon.pool.paint import paint_fraction
@@ -89,6 +89,10 @@ class RenderConfig:
     # Words on the painting itself, whatever drew them (ocr.py): every image that passed the page's
     # checks is read, and a word makes it text_label. "off" skips the reading.
     text_check: str = "ocr"
+    # What the browser's GPU process may grow by during one sketch, watched from outside the page
+    # (gpu_watch.py): past it, the page is killed (runtime_error). 0 = gpu_memory_mb + 1024, room
+    # for p5.brush's own buffers beside everything the page's budget counts.
+    gpu_process_mb: int = 0
 
     def __post_init__(self):
         problems = []
@@ -114,6 +118,8 @@ class RenderConfig:
             problems.append(f"gl={self.gl!r} names a GPU flag set, but gpu is off: use gpu=auto or on, or drop gl")
         if self.text_check not in TEXT_CHECKS:
             problems.append(f"text_check must be one of {', '.join(TEXT_CHECKS)}, got {self.text_check!r}")
+        if self.gpu_process_mb < 0:
+            problems.append(f"gpu_process_mb must be >= 0 (0 = gpu_memory_mb + 1024), got {self.gpu_process_mb}")
         if not 16 <= self.gpu_memory_mb <= 65536:
             problems.append(f"gpu_memory_mb must be between 16 and 65536, got {self.gpu_memory_mb}")
         if problems:
@@ -210,17 +216,7 @@ class Renderer:
 
     def browser_pids(self) -> list[int]:
         """Main process ids of the live browsers (Linux /proc; for memory accounting and tests)."""
-        markers = {b.marker.encode() for b in self._browsers if not b.dead}
-        pids = []
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    args = (entry / "cmdline").read_bytes().split(b"\0")
-                except OSError:
-                    continue
-                if markers.intersection(args):
-                    pids.append(int(entry.name))
-        return sorted(pids)
+        return pids_with_marker({b.marker for b in self._browsers if not b.dead})
 
     async def _browser_for_next(self) -> SandboxBrowser:
         async with self._restart_lock:
@@ -301,6 +297,7 @@ class Renderer:
         t0 = time.perf_counter()
         sp.sketch = code or ""  # None (render_rejects) is served as an empty sketch: no_sketch, nothing else
         status, errors, painting, extra = "error", [], None, []
+        watch = asyncio.ensure_future(self._watch_gpu(browser, sp, self.config.gpu_process_mb or self.config.gpu_memory_mb + 1024))
         try:
             # start() returns at once; the guard's "done" comes over its binding (pages.py)
             await asyncio.wait_for(sp.cdp.send("Runtime.evaluate", {
@@ -323,9 +320,11 @@ class Renderer:
                 browser.dead = True
                 await sp.close(2)
                 return RenderResult.infra(f"render_unavailable: browser died: {e}", _ms(t0)), True
-            reason = "page crashed (out of memory?)" if sp.crashed else str(e).splitlines()[0][:300]
+            reason = sp.killed_for or ("page crashed (out of memory?)" if sp.crashed else str(e).splitlines()[0][:300])
             status, errors = "error", [reason]
             extra.append(("runtime_error", f"runtime_error: {reason}"))
+        finally:
+            watch.cancel()
         render_ms = _ms(t0)
         reported = sp.violations + extra  # salon's record of what the page reported, as it happened
         network = sp.network  # the next document starts a list of its own
@@ -352,6 +351,21 @@ class Renderer:
             details=[detail for _, detail in reported] + network + [f"text_label: {w.describe()}" for w in words]
             + ([f"blank_canvas: {painting.problem if painting else 'no painting'}"] if no_image else []),
             gl=browser.r.gl.name, ocr_ms=ocr_ms), sp.crashed
+
+    async def _watch_gpu(self, browser: SandboxBrowser, sp: SandboxPage, limit_mb: int) -> None:
+        """Kill the page when the browser's GPU process grows past limit_mb during its sketch."""
+        base = await asyncio.to_thread(browser.gpu_watch.used_mb)
+        if base is None:
+            return  # nothing to read here (no /proc, no driver figure): the page's own budget stands alone
+        while True:
+            await asyncio.sleep(WATCH_EVERY_S)
+            now = await asyncio.to_thread(browser.gpu_watch.used_mb)
+            if now is not None and now - base > limit_mb:
+                sp.killed_for = (f"GPU memory: the browser's GPU process grew by {now - base:.0f} MB during the sketch, "
+                                 f"past {limit_mb} MB (RenderConfig.gpu_process_mb)")
+                sp.lost(sp.killed_for)
+                await sp.close(2)
+                return
 
     async def render_many(self, items, progress: bool = False, desc: str = "render") -> list[RenderResult]:
         """Render (code, seed) pairs concurrently; results in input order."""

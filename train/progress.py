@@ -1,0 +1,80 @@
+"""What `salon train` prints while it trains: TRL's progress bar and one short line per logging step,
+on stderr, in place of transformers' ~60-key dict per step on stdout.
+
+    step 2/3  reward 0.412 ±0.050  judge 0.518  gate_pass 50%  none 0  loss 0.0000  grad_norm 0.016  lr 1.0e-03  4.2 s
+    trained 3 steps in 31.0 s
+
+Every number is still logged in full (trainer_state.json, the trackers in grpo.report_to, the audit).
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+
+from transformers import TrainerCallback
+
+# (log key, label, format): the ones a person watches; the rest are in trainer_state.json
+LINE = [("reward", "reward", "{:.3f}"), ("reward_std", "±", "{:.3f}"), ("salon/judge/mean", "judge", "{:.3f}"),
+        ("salon/absolute/mean", "absolute", "{:.3f}"), ("salon/gate_pass", "gate_pass", "{:.0%}"),
+        ("salon/none", "none", "{:.0f}"), ("loss", "loss", "{:.4f}"), ("grad_norm", "grad_norm", "{:.3f}"),
+        ("learning_rate", "lr", "{:.1e}"), ("kl", "kl", "{:.4f}")]
+
+
+def step_line(step: int, max_steps: int, logs: dict) -> str:
+    parts = [f"step {step}/{max_steps}"]
+    for key, label, fmt in LINE:
+        value = logs.get(key)
+        if isinstance(value, (int, float)):
+            text = fmt.format(value)
+            parts.append(f"{label}{text}" if label == "±" else f"{label} {text}")
+    if isinstance(logs.get("step_time"), (int, float)):
+        parts.append(f"{logs['step_time']:.1f} s")
+    return "  ".join(parts).replace("  ±", " ±")
+
+
+class CompactProgress(TrainerCallback):
+    def __init__(self):
+        self.bar = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=state.max_steps, initial=state.global_step, file=sys.stderr,
+                            dynamic_ncols=True, desc="train")
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.bar is not None:
+            self.bar.update(state.global_step - self.bar.n)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if self.bar is None or not logs:
+            return
+        if "train_runtime" in logs:
+            line = f"trained {state.global_step} steps in {logs['train_runtime']:.1f} s"
+        else:
+            line = step_line(state.global_step, state.max_steps, logs)
+        self.bar.write(line, file=sys.stderr)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def compact_output(trainer) -> None:
+    """Swap transformers' progress printer for CompactProgress on `trainer`."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    trainer.remove_callback(ProgressCallback)
+    trainer.remove_callback(PrinterCallback)
+    trainer.add_callback(CompactProgress())
+
+
+def quiet_library_warnings() -> None:
+    """Deprecations salon does not cause and cannot fix at their source. TRL 1.16 reads
+    model.is_gradient_checkpointing around every generation (trl/models/utils.py) and peft when it
+    wraps the model (peft_model.py), a property transformers 5 deprecated: one warning per step
+    buried the step lines. salon's own use is fixed where it was (activation_checkpointing)."""
+    warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
