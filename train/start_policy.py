@@ -2,7 +2,7 @@
 supervised start on procedural sketches through TRL's SFTTrainer.
 
     python -m salon.train.start_policy runs/tiny-start                 # ~0.7M parameters, seed 0
-    python -m salon.train.start_policy runs/tiny-start-s1 --seed 1 --sketches 4000 --epochs 3
+    python -m salon.train.start_policy runs/tiny-start-s1 --seed 1 --sketches 4000 --max-steps 400
     salon train train/configs/learn_tiny.yaml                          # policy.model: runs/tiny-start
 
 1. sketches: `--sketches` procedural p5.brush sketches (salon.train.sketch_generator), each through
@@ -53,7 +53,7 @@ class StartConfig:
     learning_rate: float = 5e-3
     check: int = 64  # replies sampled after the start and gated
     render: int = 16  # of which this many are rendered in the sandbox (0: none)
-    max_steps: int = -1  # a cap on the optimiser steps; -1: `epochs` decide
+    max_steps: int = 300  # a cap on the optimiser steps (-1: `epochs` decide); at 150 calls still had the wrong arity
 
     def __post_init__(self):
         from salon.pool.errors import ConfigError
