@@ -36,6 +36,7 @@ REALM_VERDICTS = {
     "brush_words": {"text_label"},  # WOW in thick brush.line strokes: every call p5.brush's, the image has a word
     "bound_native_jobs": {"bare_primitives"},  # WebGL calls bound to p5's context, run by promise jobs and as draw
     "brush_field_paint": {"bare_primitives"},  # a field function p5.brush calls paints rect and a raw clear
+    "report_revoke": {"text_label"},  # hunts down the report channel, breaks JSON and console, then draws text
 }
 
 

@@ -291,9 +291,9 @@ class Renderer:
         """The sketch's result on this browser, and whether its renderer or the browser died under it."""
         try:
             sp = await browser.take()
-        except Exception as e:
+        except Exception as e:  # the browser died before the sketch began: rendered again in a fresh one
             browser.dead = True
-            return RenderResult.infra(f"render_unavailable: page could not open: {e}"), False
+            return RenderResult.infra(f"render_unavailable: page could not open: {e}"), True
         t0 = time.perf_counter()
         sp.sketch = code or ""  # None (render_rejects) is served as an empty sketch: no_sketch, nothing else
         status, errors, painting, extra = "error", [], None, []

@@ -331,7 +331,8 @@
     const real = C.prototype.getContext;
     define(C.prototype, "getContext", function (asked, ...a) {
       const kind = String(asked);  // once, as getExtension's name
-      if (I.sketchCalled()) flag("bare_primitives", "getContext(" + kind + ")");
+      if (I.makingPainting && this instanceof HTMLCanvasElement) I.madeCanvas = this;  // start.js: createCanvas
+      else if (I.sketchCalled()) flag("bare_primitives", "getContext(" + kind + ")");
       const ctx = real.call(this, kind, ...a);
       if (ctx && !pixelsOf.has(this)) {
         const webgl = kind.startsWith("webgl");  // a canvas keeps the kind of its first context

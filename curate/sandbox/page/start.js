@@ -59,16 +59,19 @@
     I.paperDepth++;
     try { return apply(realDensity, this, [1]); } finally { I.paperDepth--; }
   };
-  // The painting is the canvas p5 made last for its first instance (start()'s), remembered here:
-  // salon never asks the p5 instance, whose `canvas` the sketch can point anywhere.
+  // The painting is the canvas p5 made last for its first instance (start()'s): the element p5
+  // asked a context of while createCanvas ran (guard.js), never the instance's `canvas`, which
+  // the sketch can point anywhere.
   // Only the renderer's name is passed on: a canvas element of the sketch's own never becomes p5's.
   const realCreateCanvas = p5.prototype.createCanvas;
   p5.prototype.createCanvas = function (w, h, renderer) {
     const args = typeof renderer === "string" ? [I.size, I.size, renderer] : [I.size, I.size];
+    const painting = this === I.instance;
     I.paperDepth++;
+    I.makingPainting = painting;  // the guard's getContext notes the canvas p5 gives a context now
     let made;
-    try { made = apply(realCreateCanvas, this, args); } finally { I.paperDepth--; }
-    if (this === I.instance) I.canvas = this.canvas;
+    try { made = apply(realCreateCanvas, this, args); } finally { I.paperDepth--; I.makingPainting = false; }
+    if (painting) I.canvas = I.madeCanvas;
     return made;
   };
 
