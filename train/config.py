@@ -307,6 +307,8 @@ class RenderSettings:
     def __post_init__(self):
         p = []
         self.gpu = _on_off(self.gpu)
+        if isinstance(self.text_check, bool):  # YAML 1.1 reads a bare off as False
+            self.text_check = "ocr" if self.text_check else "off"
         if self.backend not in RENDER_BACKENDS:
             p.append(f"render.backend={self.backend!r}: use one of {', '.join(RENDER_BACKENDS)}")
         if self.gpu not in GPU_MODES:

@@ -150,7 +150,7 @@
   // sketch. The stack hook is the one exception lockdown leaves writable: put back before every
   // read. p5's own classes are not frozen (p5 changes its prototypes as it runs): a method of
   // theirs the sketch replaces with code of its own is still the sketch's frame on the stack.
-  lockdown({ errorTaming: "unsafe", overrideTaming: "moderate", consoleTaming: "unsafe", stackFiltering: "verbose",
+  lockdown({ errorTaming: "unsafe", overrideTaming: "min", consoleTaming: "unsafe", stackFiltering: "verbose",
     evalTaming: "unsafe-eval", mathTaming: "unsafe", dateTaming: "unsafe", localeTaming: "unsafe", reporting: "none" });
   const stackHook = Reflect.getOwnPropertyDescriptor(Error, "prepareStackTrace");
   I.resetStacks = stackHook && stackHook.set ? () => apply(stackHook.set, Error, [undefined]) : () => {};
