@@ -28,7 +28,7 @@ if [ -z "${SALON_CHROMIUM:-}" ] && ! command -v chromium >/dev/null && ! command
   say "installing Debian chromium"; need_apt chromium
 fi
 # The text check's OCR (rapidocr-onnxruntime) loads OpenCV, which needs libGL and GLib.
-ldconfig -p | grep -q 'libGL.so.1 ' || { say "installing libgl1 (OpenCV, for the OCR text check)"; need_apt libgl1 libglib2.0-0; }
+ldconfig -p 2>/dev/null | grep 'libGL.so.1 ' >/dev/null || { say "installing libgl1 (OpenCV, for the OCR text check)"; need_apt libgl1 libglib2.0-0; }
 command -v python3 >/dev/null || { say "installing python3"; need_apt python3 python3-venv python3-pip; }
 python3 -c 'import venv, ensurepip' 2>/dev/null || { say "installing python3-venv"; need_apt python3-venv; }
 command -v npm >/dev/null || { say "installing nodejs and npm"; need_apt nodejs npm; }
