@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 WATCH_EVERY_S = 0.25
@@ -48,34 +50,55 @@ def resident_mb(pid: int) -> float | None:
     return None
 
 
-def card_mb(pid: int) -> float | None:
-    """The NVIDIA driver's GPU memory for one process, or None when it does not list it."""
-    try:
+_nvml: bool | None = None  # NVML initialised (None: not tried yet; False: not available)
+_listing_lock = threading.Lock()
+_listing: tuple[float, dict[int, float]] = (0.0, {})  # when, and every process's MB: one read serves all browsers
+
+
+def _read_listing() -> dict[int, float]:
+    """GPU memory in MB per process on every device, from NVML (initialised once) or nvidia-smi."""
+    global _nvml
+    if _nvml is None:
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            _nvml = True
+        except Exception:
+            _nvml = False
+    used: dict[int, float] = {}
+    if _nvml:
         import pynvml
 
-        pynvml.nvmlInit()
-        total, seen = 0, False
         for i in range(pynvml.nvmlDeviceGetCount()):
             handle = pynvml.nvmlDeviceGetHandleByIndex(i)
             for listing in (pynvml.nvmlDeviceGetComputeRunningProcesses, pynvml.nvmlDeviceGetGraphicsRunningProcesses):
                 for p in listing(handle):
-                    if p.pid == pid and p.usedGpuMemory:
-                        total, seen = total + p.usedGpuMemory, True
-        return total / 2**20 if seen else None
-    except ImportError:
-        pass
-    except Exception:
-        return None
+                    if p.usedGpuMemory:
+                        used[p.pid] = used.get(p.pid, 0.0) + p.usedGpuMemory / 2**20
+        return used
     smi = shutil.which("nvidia-smi")
-    if not smi:
-        return None
-    try:
+    if smi:
         out = subprocess.run([smi, "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
                              capture_output=True, text=True, timeout=5).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    used = [float(mb) for p, mb in (line.split(",") for line in out.splitlines() if "," in line) if int(p) == pid]
-    return sum(used) if used else None
+        for line in out.splitlines():
+            if "," in line:
+                pid, mb = line.split(",")
+                used[int(pid)] = used.get(int(pid), 0.0) + float(mb)
+    return used
+
+
+def card_mb(pid: int) -> float | None:
+    """The NVIDIA driver's GPU memory for one process, or None when it does not list it. One read
+    of the driver's listing, at most every WATCH_EVERY_S, serves every browser's watch."""
+    global _listing
+    with _listing_lock:
+        if time.monotonic() - _listing[0] >= WATCH_EVERY_S:
+            try:
+                _listing = (time.monotonic(), _read_listing())
+            except Exception:  # a driver or tool that does not answer: nothing to read this time
+                _listing = (time.monotonic(), {})
+        return _listing[1].get(pid)
 
 
 class GpuWatch:

@@ -18,29 +18,28 @@ document, its history reset (`sketches_per_page`); any other sketch's page is cl
 process. Pages are pre-warmed (p5 and p5.brush already parsed: the browser runs the page's
 scripts in each new document, given once per page) while other sketches render, so a sketch's
 time is its own; every request except the empty document and the sketch, each served once, is
-refused and reported; completion is an event from a p5 lifecycle hook, not polling; the canvas
-is captured with `toDataURL` inside that hook. A sketch never raises: bad code gets violation
-codes (gate.py), a dead browser gets `render_unavailable` and is replaced.
+refused and reported; the guard's violations and its "done" arrive over a binding the sketch
+cannot reach (pages.py), and the painting is then read in an isolated world (capture.py) and by
+OCR (ocr.py). A sketch never raises: bad code gets violation codes (gate.py); a renderer that
+dies under it is retried once in a fresh browser, and a browser that fails a known-good sketch
+too gets `render_unavailable`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import time
 from dataclasses import dataclass, field
 
-from salon.curate.sandbox import gate
+from salon.curate.sandbox import gate, ocr
 from salon.curate.sandbox.assets import page_assets
-from salon.curate.sandbox import ocr
 from salon.curate.sandbox.capture import read_painting
-from salon.curate.sandbox.ocr import TEXT_CHECKS
-from salon.curate.sandbox.isolation import ISOLATION_MODES, Isolation, resolve_isolation
 from salon.curate.sandbox.chromium import BASE_CHROMIUM_ARGS, find_chromium
-from salon.curate.sandbox.gpu_watch import WATCH_EVERY_S
-from salon.curate.sandbox.pages import SandboxBrowser, SandboxPage, pids_with_marker
 from salon.curate.sandbox.gpu import GPU_FLAG_SETS, GPU_MODES, GLPath, choose_gl_path
+from salon.curate.sandbox.gpu_watch import WATCH_EVERY_S
+from salon.curate.sandbox.isolation import ISOLATION_MODES, Isolation, resolve_isolation
+from salon.curate.sandbox.pages import SandboxBrowser, SandboxPage, pids_with_marker
 from salon.pool.errors import ConfigError, SetupError
 from salon.pool.paint import paint_fraction
 
@@ -116,14 +115,19 @@ class RenderConfig:
             problems.append(f"gl must be one of {', '.join(GPU_FLAG_SETS)} (or empty: the first that draws), got {self.gl!r}")
         elif self.gl and self.gpu == "off":
             problems.append(f"gl={self.gl!r} names a GPU flag set, but gpu is off: use gpu=auto or on, or drop gl")
-        if self.text_check not in TEXT_CHECKS:
-            problems.append(f"text_check must be one of {', '.join(TEXT_CHECKS)}, got {self.text_check!r}")
+        if self.text_check not in ocr.TEXT_CHECKS:
+            problems.append(f"text_check must be one of {', '.join(ocr.TEXT_CHECKS)}, got {self.text_check!r}")
         if self.gpu_process_mb < 0:
             problems.append(f"gpu_process_mb must be >= 0 (0 = gpu_memory_mb + 1024), got {self.gpu_process_mb}")
         if not 16 <= self.gpu_memory_mb <= 65536:
             problems.append(f"gpu_memory_mb must be between 16 and 65536, got {self.gpu_memory_mb}")
         if problems:
             raise ConfigError(problems, "RenderConfig")
+
+    @property
+    def gpu_process_limit_mb(self) -> int:
+        """What the browser's GPU process may grow by during one sketch (gpu_process_mb; 0 = auto)."""
+        return self.gpu_process_mb or self.gpu_memory_mb + 1024
 
     @property
     def browser_count(self) -> int:
@@ -297,7 +301,7 @@ class Renderer:
         t0 = time.perf_counter()
         sp.sketch = code or ""  # None (render_rejects) is served as an empty sketch: no_sketch, nothing else
         status, errors, painting, extra = "error", [], None, []
-        watch = asyncio.ensure_future(self._watch_gpu(browser, sp, self.config.gpu_process_mb or self.config.gpu_memory_mb + 1024))
+        watch = asyncio.ensure_future(self._watch_gpu(browser, sp, self.config.gpu_process_limit_mb))
         try:
             # start() returns at once; the guard's "done" comes over its binding (pages.py)
             await asyncio.wait_for(sp.cdp.send("Runtime.evaluate", {
@@ -341,7 +345,7 @@ class Renderer:
         if png is not None and not violations and self.config.text_check == "ocr":
             words, ocr_ms = await asyncio.to_thread(ocr.words, png)
             if words:
-                violations = gate.verdict(static, runtime + ["text_label"], fraction)
+                violations = ["text_label"]  # the only one: there were none before the reading
         no_image = png is None and status == "ok" and not violations
         if no_image:  # finished, and nothing to judge: the sketch emptied, shrank or lost its canvas
             violations = ["blank_canvas"]

@@ -37,8 +37,9 @@
   // A reused page's documents share one browsing context, whose name outlives a navigation
   // (render.py): emptied before anything else can run.
   window.name = "";
-  // Internal state: in this closure, never on window (a sketch could clear a violation otherwise).
-  const I = { violations: new Set(), details: [], errors: [], seed: 0, size: SIZE, started: false, settled: false,
+  // Internal state: in this closure, never on window. The verdict itself is salon's record of what
+  // was posted (pages.py), not state of the page's.
+  const I = { errors: [], seed: 0, size: SIZE, started: false, settled: false,
     own: new WeakSet(), mode: "page", paperDepth: 0 };  // own: nodes this page inserts itself (the sketch's script element)
   const define = (obj, name, value) => Object.defineProperty(obj, name, { value, writable: false, configurable: false });
   // A prototype's method fixed for good, that an instance may still shadow with one of its own by
@@ -106,11 +107,9 @@
   const told = new Set();  // each distinct line is posted once (a bare loop would repeat it)
   const flag = (code, detail) => {
     const line = code + ": " + named(detail).slice(0, 200);
-    I.violations.add(code);
     if (told.has(line)) return;
     told.add(line);
     if (sent < 500) { sent++; post({ t: "violation", code, detail: line }); }
-    if (I.details.length < 50) I.details.push(line);
   };
   I.flag = flag;
   const refuse = (code, what) => { flag(code, what); return new TypeError("salon sandbox: " + what + " is not allowed"); };
@@ -445,7 +444,6 @@
     get painting() { return I.canvas || null; },
     get brushApi() { return I.brushApi; },
     get errors() { return I.errors.slice(); },
-    get report() { I.flushDom(); return { violations: [...I.violations], details: I.details.slice(), errors: I.errors.slice(0, 20) }; },
     get ready() { return typeof I.start === "function" && typeof send === "function" && I.frozen === true; },
   }));
 })();
