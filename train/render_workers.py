@@ -20,8 +20,10 @@ from __future__ import annotations
 import itertools
 import logging
 import multiprocessing as mp
+import os
 import queue
 import threading
+import time
 from concurrent.futures import Future
 
 from salon.curate.sandbox.render import RenderConfig, RenderResult
@@ -30,18 +32,51 @@ from salon.curate.sandbox.backend import resolve, watchdog
 log = logging.getLogger(__name__)
 
 _STOP = None
+_ORPHANED = "orphaned"  # the parent is gone or SIGTERM came: close the browsers and exit
 
 
-def _worker_main(config: RenderConfig, requests, results) -> None:
-    """Worker process: one asyncio loop, one Renderer, requests rendered concurrently."""
+def _worker_main(config: RenderConfig, requests, results, parent: int) -> None:
+    """Worker process: one asyncio loop, one Renderer, requests rendered concurrently.
+
+    The worker ends its browsers itself when the pool says stop, when it is sent SIGTERM, or
+    when its parent (the trainer) is gone however it went: a trainer killed with SIGTERM or
+    SIGKILL runs none of its own cleanup, and a daemon process outlives a parent that did not
+    exit normally, so without this its Chromium processes would go on drawing for nobody."""
     import asyncio
+    import signal
 
     from salon.curate.sandbox.render import Renderer
 
     async def serve():
         loop = asyncio.get_running_loop()
+        inbox: asyncio.Queue = asyncio.Queue()
+
+        def post(item) -> None:
+            try:
+                loop.call_soon_threadsafe(inbox.put_nowait, item)
+            except RuntimeError:  # the loop is already closed: the worker is ending anyway
+                pass
+
+        def read_requests() -> None:  # a thread, not the loop's executor: asyncio.run would wait on it
+            while True:
+                try:
+                    item = requests.get()
+                except (EOFError, OSError):
+                    item = _STOP
+                post(item)
+                if item is _STOP:
+                    return
+
+        def watch_parent() -> None:
+            while os.getppid() == parent:
+                time.sleep(0.5)
+            post(_ORPHANED)
+
+        loop.add_signal_handler(signal.SIGTERM, inbox.put_nowait, _ORPHANED)
         async with Renderer(config) as renderer:
             results.put(("ready", None))
+            threading.Thread(target=read_requests, daemon=True, name="salon-render-requests").start()
+            threading.Thread(target=watch_parent, daemon=True, name="salon-render-parent").start()
 
             async def one(rid, code, seed, timeout_s):
                 try:
@@ -52,14 +87,18 @@ def _worker_main(config: RenderConfig, requests, results) -> None:
 
             tasks = set()
             while True:
-                item = await loop.run_in_executor(None, requests.get)
-                if item is _STOP:
+                item = await inbox.get()
+                if item is _STOP or item is _ORPHANED:
                     break
                 task = asyncio.create_task(one(*item))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
+            if item is _ORPHANED:  # nobody will read the results: stop drawing now
+                for task in tasks:
+                    task.cancel()
             if tasks:
-                await asyncio.gather(*tasks)
+                await asyncio.gather(*tasks, return_exceptions=True)
+        # leaving the `async with` closed every browser
 
     try:
         asyncio.run(serve())
@@ -71,7 +110,7 @@ class _Worker:
     def __init__(self, ctx, config: RenderConfig, on_result):
         self.requests = ctx.Queue()
         self.results = ctx.Queue()
-        self.process = ctx.Process(target=_worker_main, args=(config, self.requests, self.results),
+        self.process = ctx.Process(target=_worker_main, args=(config, self.requests, self.results, os.getpid()),
                                    daemon=True, name="salon-render")
         self.process.start()
         self.pending: dict[int, Future] = {}
