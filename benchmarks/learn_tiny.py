@@ -3,6 +3,7 @@
     python benchmarks/learn_tiny.py                       # 3 seeds + the hack run; writes benchmarks/results/
     python benchmarks/learn_tiny.py --seeds 0 --no-hack   # one seed
     python benchmarks/learn_tiny.py --report-only         # recompute the results from runs/ already there
+    python benchmarks/learn_tiny.py --suffix h200 --parallel 3 --set grpo.use_cpu=false   # a GPU node
 
 Needs the start policy (runs/tiny-start: `python -m salon.train.start_policy runs/tiny-start`) and the
 love-tier export (runs/examples-release), as the README's tutorial makes them. Every run is the
@@ -36,10 +37,15 @@ SALON = str(Path(sys.executable).with_name("salon"))
 EVAL_PROMPTS = ["sunflower", "blue iris"]
 
 
-def device_label() -> str:
+def device_label(overrides: list[str] = ()) -> str:
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
-    return f"cpu: {cpu}, {os.cpu_count()} cores ({platform.machine()}), SwiftShader"
+    label = f"cpu: {cpu}, {os.cpu_count()} cores ({platform.machine()}), SwiftShader"
+    if "grpo.use_cpu=false" in overrides:
+        import torch
+
+        label = f"policy on {torch.cuda.get_device_name(0)}; render {label}"
+    return label
 
 
 def run(cmd: list[str], log: Path) -> float:
@@ -115,23 +121,32 @@ def curves(seed_steps: dict[int, list[dict]], path: Path, title: str, keys=("mea
     plt.close(fig)
 
 
-def learn(seeds: list[int], out: Path, suffix: str, report_only: bool) -> dict:
+def learn(seeds: list[int], out: Path, suffix: str, report_only: bool, overrides: list[str],
+          parallel: int) -> dict:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def train(seed: int) -> float:
+        run_dir = ROOT / "runs" / f"learn-tiny-s{seed}"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        sets = [a for kv in (f"seed={seed}", *overrides) for a in ("--set", kv)]
+        minutes = run([SALON, "train", "train/configs/learn_tiny.yaml", "--output-dir", str(run_dir), *sets],
+                      run_dir.parent / f"learn-tiny-s{seed}.log")
+        (run_dir / "minutes.txt").write_text(f"{minutes:.2f}\n")
+        return minutes
+
+    if not report_only:  # seeds side by side share the machine: each one's minutes are its own wall clock
+        with ThreadPoolExecutor(max(1, parallel)) as pool:
+            list(pool.map(train, seeds))
     seed_steps, minutes, per_seed = {}, {}, {}
     for seed in seeds:
         run_dir = ROOT / "runs" / f"learn-tiny-s{seed}"
-        if not report_only:
-            run_dir.mkdir(parents=True, exist_ok=True)
-            minutes[seed] = run([SALON, "train", "train/configs/learn_tiny.yaml", "--output-dir", str(run_dir),
-                                 "--set", f"seed={seed}"], run_dir.parent / f"learn-tiny-s{seed}.log")
-            (run_dir / "minutes.txt").write_text(f"{minutes[seed]:.2f}\n")
-        else:
-            minutes[seed] = float((run_dir / "minutes.txt").read_text())
+        minutes[seed] = float((run_dir / "minutes.txt").read_text())
         seed_steps[seed] = per_step(run_dir)
         per_seed[seed] = {**fifths(seed_steps[seed]), "minutes": minutes[seed], "steps": len(seed_steps[seed])}
         print(f"seed {seed}: " + json.dumps({k: round(v, 4) for k, v in per_seed[seed].items()}), flush=True)
     keys = ("reward_mean_first", "reward_mean_last", "reward_best_first", "reward_best_last", "gate_pass_first",
             "gate_pass_last")
-    result = {"device": device_label(), "seeds": seeds, "steps": per_seed[seeds[0]]["steps"],
+    result = {"device": device_label(overrides), "seeds": seeds, "steps": per_seed[seeds[0]]["steps"],
               "minutes": sum(minutes.values()) / len(seeds),
               **{k: sum(p[k] for p in per_seed.values()) / len(seeds) for k in keys}}
     (out / f"learn_tiny_{suffix}.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -141,11 +156,12 @@ def learn(seeds: list[int], out: Path, suffix: str, report_only: bool) -> dict:
     return result
 
 
-def hack(out: Path, suffix: str, report_only: bool) -> dict:
+def hack(out: Path, suffix: str, report_only: bool, overrides: list[str]) -> dict:
     run_dir = ROOT / "runs" / "learn-tiny-hack"
     if not report_only:
         run_dir.mkdir(parents=True, exist_ok=True)
-        minutes = run([SALON, "train", "train/configs/learn_tiny_hack.yaml", "--output-dir", str(run_dir)],
+        sets = [a for kv in overrides for a in ("--set", kv)]
+        minutes = run([SALON, "train", "train/configs/learn_tiny_hack.yaml", "--output-dir", str(run_dir), *sets],
                       run_dir.parent / "learn-tiny-hack.log")
         print(f"hack run: {minutes:.1f} min", flush=True)
         run([SALON, "eval", str(run_dir), "--prompts", *EVAL_PROMPTS, "--samples", "4", "--oracle", "measures"],
@@ -155,7 +171,7 @@ def hack(out: Path, suffix: str, report_only: bool) -> dict:
     audit = json.loads((run_dir.parent / "learn-tiny-hack-audit.json").read_text())
     rows = report["checkpoints"]
     steps = per_step(run_dir)
-    result = {"device": device_label(), "steps": len(steps),
+    result = {"device": device_label(overrides), "steps": len(steps),
               "proxy_first": rows[0]["proxy_mean"], "proxy_last": rows[-1]["proxy_mean"],
               "oracle_first": rows[0]["oracle_mean"], "oracle_last": rows[-1]["oracle_mean"],
               "alarms": {"audit": sorted({a["name"] for a in audit["alarms"]}),
@@ -201,13 +217,16 @@ def main() -> int:
     p.add_argument("--report-only", action="store_true", help="read runs/ already made; run nothing")
     p.add_argument("--suffix", default="cpu", help="results file suffix (cpu, h200)")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="passed to every salon train (e.g. grpo.use_cpu=false on a GPU node)")
+    p.add_argument("--parallel", type=int, default=1, help="seeds trained side by side (a many-core node)")
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if not args.no_learn:
-        print(json.dumps(learn(args.seeds, out, args.suffix, args.report_only), indent=2))
+        print(json.dumps(learn(args.seeds, out, args.suffix, args.report_only, args.overrides, args.parallel), indent=2))
     if not args.no_hack:
-        print(json.dumps(hack(out, args.suffix, args.report_only), indent=2))
+        print(json.dumps(hack(out, args.suffix, args.report_only, args.overrides), indent=2))
     return 0
 
 
