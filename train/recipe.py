@@ -165,7 +165,7 @@ def build_render_backend(cfg: TrainConfig, processes: int = 1):
     r = cfg.render
     check_render_backend(cfg, processes)
     if r.backend == "env":
-        from salon.train.env_client import EnvRenderBackend
+        from salon.train.env.client import EnvRenderBackend
 
         return EnvRenderBackend(r.env_url, sessions=r.env_sessions)
     if r.backend == "ray":  # the same pool `salon render --ray` and `salon env serve --ray` open
