@@ -9,9 +9,9 @@ problems of every one of them (and unknown keys, and bad override syntax), and r
 (`grpo.beta=0.01`, `data.subjects=[koi, peony]`, `judge.kwargs.device=cuda`).
 
 Model fields take a local folder, a Hub id, `tiny:ARCH`: a tiny random model built from a
-config into the output folder (salon.train.tiny), so `smoke.yaml` runs fully offline on a CPU,
+config into the output folder (salon.models.tiny), so `smoke.yaml` runs fully offline on a CPU,
 or `random:NAME` (random:qwen3-1.7b, random:qwen2.5-vl-7b): the named architecture in its real
-shape with random weights (salon.train.shapes), for benchmarks and smoke runs on a GPU node.
+shape with random weights (salon.models.shapes), for benchmarks and smoke runs on a GPU node.
 """
 
 from __future__ import annotations
@@ -256,7 +256,7 @@ class RewardSettings:
         if self.weights.get("absolute") and not self.absolute:
             p.append("reward.weights.absolute is set but reward.absolute names no scorer")
         if self.absolute == "hpsv3":  # model (folder, tiny:hpsv3, random:hpsv3, URL), prompt, batch_size, dtype...
-            from salon.judges.hpsv3 import config_problems
+            from salon.judges.hpsv3_config import config_problems
 
             p += config_problems(self.absolute_kwargs)
         if not 0 <= self.length_min_chars < self.length_full_chars <= self.length_max_chars:

@@ -16,7 +16,7 @@ reward is the server's, and an infrastructure failure there is `None` (TRL leave
 of the group baseline), never 0.
 
 The prompts come from the server too (reset returns the messages), so the environment owns the
-prompt wording and its version. Tiny models (`tiny:qwen3`, salon.train.tiny) get TRL's Qwen3
+prompt wording and its version. Tiny models (`tiny:qwen3`, salon.models.tiny) get TRL's Qwen3
 chat template, which can render tool calls, so the example runs offline on a CPU.
 """
 
@@ -96,7 +96,7 @@ def train(env_url: str, model: str, output_dir: str, subjects: list[str], repeat
     from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from salon.train.tiny import is_tiny, resolve_model
+    from salon.models.tiny import is_tiny, resolve_model
 
     out = Path(output_dir)
     path = resolve_model(model, out / "tiny-policy")

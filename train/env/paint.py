@@ -103,7 +103,7 @@ class Painter:
 
         from salon.judges.references import load_references
         from salon.judges.registry import judge_for, load_judge
-        from salon.train.tiny import resolve_model, resolve_references
+        from salon.models.tiny import resolve_model, resolve_references
 
         self.config = c = config or EnvConfig()
         cache = Path(c.cache_dir)
