@@ -69,7 +69,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from salon.pool.errors import ConfigError
-from salon.train.config import GENERATION_COMPILE
+from salon.train.config_grpo import GENERATION_COMPILE
 from salon.train.decode import ATTENTION, GIB, StaticDecoder, check_fits
 
 log = logging.getLogger(__name__)
