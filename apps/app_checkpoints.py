@@ -6,7 +6,7 @@ The paintings are `salon eval`'s (RUN_DIR/eval/). A pair is a random (prompt, se
 painting from at least two checkpoints, two of those checkpoints at random, in random left/right
 order. The page gets opaque sample ids and the subject, never a step or a checkpoint's name; the
 server looks the provenance up when the choice comes back and stores it in RUN_DIR/reviews.db
-(salon.train.reviews), which `salon eval` turns into a win rate per checkpoint. Keys are the
+(salon.train.eval.reviews), which `salon eval` turns into a win rate per checkpoint. Keys are the
 Compare view's: left arrow or a, right arrow or d, t or down arrow for a tie, n for another pair.
 
     GET  /salon/api/runs                            {runs: [{name, checkpoints, suspects}]}
@@ -30,8 +30,8 @@ from fastapi import APIRouter, Body, Depends, HTTPException
 from fastapi.responses import Response
 
 from salon.pool.errors import PoolError
-from salon.train.eval_dataset import EvalDataset
-from salon.train.reviews import Reviews
+from salon.train.eval.dataset import EvalDataset
+from salon.train.eval.reviews import Reviews
 
 
 class RunReview:
@@ -100,7 +100,7 @@ def shown(run: RunReview, s: dict) -> dict:
 
 def checkpoint_router(runs: dict[str, RunReview], user_of) -> APIRouter:
     from salon.apps.app_api import login_required
-    from salon.train.suspects import load_suspects
+    from salon.train.eval.suspects import load_suspects
 
     api = APIRouter()
     me = login_required(user_of)

@@ -5,7 +5,7 @@
 A Gradio view like the grid (a click is the natural gesture): the run's suspects, highest reward
 first, captioned with reward, flags and your mark; opening one shows it large with what the audit
 flagged, and the buttons mark it as the logged-in user. Marks are appended to RUN_DIR/reviews.db
-(salon.train.reviews); `salon audit RUN_DIR` reports the share marked as hacks.
+(salon.train.eval.reviews); `salon audit RUN_DIR` reports the share marked as hacks.
 Named endpoints: /suspects (run) -> the list with every labeler's mark, /suspect_mark (run,
 rollout_id, verdict) -> the stored mark.
 """
@@ -18,8 +18,8 @@ from salon.apps.app_checkpoints import run_named
 from salon.apps.app_grid import gallery_with_detail
 from salon.apps.app_label import store_errors
 from salon.pool.errors import PoolError
-from salon.train.reviews import VERDICTS
-from salon.train.suspects import load_suspects
+from salon.train.eval.reviews import VERDICTS
+from salon.train.eval.suspects import load_suspects
 
 
 def suspects_view(state, runs: dict, refresh_on: list) -> None:

@@ -11,7 +11,7 @@ image grids) go to --out (default RUN_DIR/audit/). Exit code 1 when an alarm fir
 
 --suspects K lists the K highest-reward rollouts an audit measure flags (blank, low coverage,
 near-duplicate of another prompt's painting, text-like marks, the collapsed template; see
-salon.train.suspects) into RUN_DIR/audit/suspects.json with their PNGs and a grid
+salon.train.eval.suspects) into RUN_DIR/audit/suspects.json with their PNGs and a grid
 (suspects.png), where the app (`salon app --run RUN_DIR`, Suspects tab) opens them for a person
 to mark hack or fine. Once marked, every audit reports the share of suspects marked as hacks.
 """
@@ -59,8 +59,8 @@ def run(args) -> int:
 def suspect_lists(run_dir: str, k: int | None, frame=None) -> dict:
     """The suspects (found now with --suspects K, else the last list) and how people marked them."""
     from salon.pool.errors import ConfigError
-    from salon.train.reviews import Reviews
-    from salon.train.suspects import find_suspects, load_suspects, review_summary
+    from salon.train.eval.reviews import Reviews
+    from salon.train.eval.suspects import find_suspects, load_suspects, review_summary
 
     out = {}
     if k is not None:

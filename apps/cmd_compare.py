@@ -29,7 +29,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from salon.train.compare_runs import compare_runs
+    from salon.train.eval.compare_runs import compare_runs
 
     table = compare_runs(args.run_dirs, None if args.no_plot else Path(args.plot))
     if args.json:

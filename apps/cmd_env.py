@@ -7,7 +7,7 @@
 With no arguments it runs on a CPU and needs no model weights: the judge is `paint_fraction`
 (the share of the canvas holding paint, salon.judges.image_judges) and no references are drawn.
 It prints `serving salon_paint on http://HOST:PORT` once the browsers are up; a client speaks
-OpenEnv's protocol (salon.train.env_client.PaintEnvClient, or any OpenEnv client).
+OpenEnv's protocol (salon.train.env.client.PaintEnvClient, or any OpenEnv client).
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ def run(args) -> int:
     from salon.apps.net import refuses_open_host
     from salon.curate.sandbox.render import RenderConfig
     from salon.curate.sandbox.backend import BackendConfig
-    from salon.train.env_paint import EnvConfig
-    from salon.train.env_server import ENV_NAME, serve
+    from salon.train.env.paint import EnvConfig
+    from salon.train.env.server import ENV_NAME, serve
 
     if refuses_open_host("salon env serve", args.host, args.insecure_no_auth,
                          "step the environment, which has no login, and spend this host's renderers and judge"):

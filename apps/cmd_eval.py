@@ -7,7 +7,7 @@ For the base policy and each kept checkpoint (or every N steps): K paintings per
 (subject names, a subjects YAML or a text file of names; default: the bundled subjects the run
 never trained on), rendered and gated, scored by the run's own reward recomputed with its config
 and pinned references (the proxy), by each --oracle (an ImageJudge by registry name such as
-paint_fraction or hpsv3, or a pairwise judge: see salon.train.eval_oracles), and by craft
+paint_fraction or hpsv3, or a pairwise judge: see salon.train.eval.oracles), and by craft
 measures (coverage, blank share, colourfulness, diversity within and across prompts). Blind
 checkpoint choices made in the app (`salon app --run RUN_DIR`, Compare, checkpoints mode) become
 a win rate per checkpoint with a Wilson interval. Writes RUN_DIR/eval/: data/ (one parquet row
@@ -45,8 +45,8 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     import logging
 
-    from salon.train.eval_config import EvalConfig
-    from salon.train.evaluate import evaluate
+    from salon.train.eval.config import EvalConfig
+    from salon.train.eval.evaluate import evaluate
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     report = evaluate(EvalConfig(args.run_dir, prompts=args.prompts, samples=args.samples, every=args.every,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from salon.apps.cmd_judge_args import validate_problems
 from salon.apps.output import emit
 from salon.pool.errors import ConfigError, JudgeError
 
@@ -157,16 +158,6 @@ def _score(args) -> int:
     if missing:
         print(f"{len(missing)} image(s) without a score: {missing[0]}", file=sys.stderr)
     return 0
-
-
-def validate_problems(args) -> list[str]:
-    """What `salon judge validate` needs, whatever it validates: a pool, and no images."""
-    problems = []
-    if not args.pool:
-        problems.append("--pool is required: the pool folder with labels")
-    if len(args.images) > 1:
-        problems.append(f"`salon judge validate` takes no images (got {' '.join(args.images[1:])})")
-    return problems
 
 
 def _validate(args) -> int:

@@ -40,7 +40,7 @@ def run(args) -> int:
 
 def load_scorer(args):
     from salon.judges.registry import load_judge
-    from salon.train.tiny import resolve_model
+    from salon.models.tiny import resolve_model
 
     model = resolve_model(args.model, CACHE / args.model.replace(":", "-"))  # a tiny:/random: spec is built once
     kwargs = {k: v for k, v in (("prompt", args.prompt), ("batch_size", args.batch_size), ("dtype", args.dtype),
@@ -97,7 +97,7 @@ def _print(path: str, r, as_json: bool) -> None:
 
 
 def _validate(args) -> int:
-    from salon.apps.cmd_judge import validate_problems
+    from salon.apps.cmd_judge_args import validate_problems
     from salon.judges.validate import pool_labels
     from salon.judges.validate_scorer import ScorerValidationConfig, pool_subjects, validate_scorer
 

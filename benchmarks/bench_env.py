@@ -25,7 +25,7 @@ from pathlib import Path
 
 import httpx
 
-from salon.train.env_client import PaintEnvClient
+from salon.train.env.client import PaintEnvClient
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "curate" / "examples"
 

@@ -4,7 +4,7 @@
         [--json benchmarks/results/bench_generate_gpu_h200.json]
     python benchmarks/bench_generate_gpu.py --cpu        # the same code on a CPU, tiny model (a check)
 
-The policy is what GRPO samples from: `random:qwen3-1.7b` (salon.train.shapes: the real shape,
+The policy is what GRPO samples from: `random:qwen3-1.7b` (salon.models.shapes: the real shape,
 random weights) in bf16 with a peft LoRA (r=16, alpha 32, all linear layers; B drawn small, not
 zero, so the adapter counts). In one run, on the same model and prompts, at each batch:
   generate             peft model + `generate`, dynamic cache (grpo.generation=transformers)
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from salon.train.decode import GIB, StaticDecoder
     from salon.train.generation import MergedPolicy
-    from salon.train.tiny import resolve_model
+    from salon.models.tiny import resolve_model
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="random:qwen3-1.7b")

@@ -3,7 +3,7 @@
     python benchmarks/bench_hpsv3_gpu.py [--steps 5] [--json benchmarks/results/bench_hpsv3_gpu_h200.json]
     python benchmarks/bench_hpsv3_gpu.py --tiny        # the same code on a CPU with tiny models (a check)
 
-Three models on one GPU, built as `salon train` builds them (salon.train.shapes: the real shapes,
+Three models on one GPU, built as `salon train` builds them (salon.models.shapes: the real shapes,
 random bf16 weights, no Hub) and loaded through salon's own loaders:
 
   policy  random:qwen3-1.7b     AutoModelForCausalLM + a peft LoRA (r=16, alpha 32, all linear layers),
@@ -76,7 +76,7 @@ def main(argv=None) -> int:
     from salon.judges.hpsv3 import load_hpsv3
     from salon.judges.registry import load_judge
     from salon.judges.verdict import Reference
-    from salon.train.tiny import resolve_model
+    from salon.models.tiny import resolve_model
 
     device = "cpu" if args.tiny else "cuda"
     if device == "cuda" and not torch.cuda.is_available():

@@ -39,7 +39,7 @@ from PIL import Image
 
 REPO = Path(__file__).resolve().parents[1]
 
-# Qwen2.5-VL-7B's text and vision towers (salon.train.shapes), copied in main() once salon imports
+# Qwen2.5-VL-7B's text and vision towers (salon.models.shapes), copied in main() once salon imports
 TEXT: dict = {}
 VISION: dict = {}
 
@@ -62,7 +62,7 @@ def build(device="cuda", dtype=torch.bfloat16):
                               Qwen2_5_VLProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor)
 
     from salon.judges.prompt import PAIRWISE_PROMPT
-    from salon.train.tiny import CHAT_TEMPLATE, SPECIALS
+    from salon.models.tokenizer import CHAT_TEMPLATE, SPECIALS
 
     # word-level-ish merges on the prompt's own words, so its text costs about what Qwen's BPE charges
     tok = Tokenizer(models.BPE())
@@ -188,7 +188,7 @@ def main():
     args = ap.parse_args()
     device = "cpu" if args.tiny else "cuda"
     import_salon()
-    from salon.train.shapes import QWEN2_5_VL_7B_TEXT, QWEN2_5_VL_7B_VISION
+    from salon.models.shapes import QWEN2_5_VL_7B_TEXT, QWEN2_5_VL_7B_VISION
 
     TEXT.update(QWEN2_5_VL_7B_TEXT)
     VISION.update(QWEN2_5_VL_7B_VISION)

@@ -203,7 +203,7 @@ def salon_at(ref: str) -> Path:
             subprocess.run(["git", "worktree", "add", "--detach", str(tree), sha], cwd=repo, check=True,
                            capture_output=True)
     shim = tree / ".shim"
-    for pkg in ("curate", "pool", "judges", "train", "apps"):
+    for pkg in ("models", "curate", "pool", "judges", "train", "apps"):
         (shim / "salon").mkdir(parents=True, exist_ok=True)
         link = shim / "salon" / pkg
         if not link.exists():

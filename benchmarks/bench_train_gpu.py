@@ -12,7 +12,7 @@ GRPOTrainer, a peft LoRA on all linear layers, bf16 with gradient checkpointing,
 with its render worker processes, the pairwise judge against k=4 references in the same process on
 the same GPU, the rollout archive, with these changes:
 
-  policy.model  random:qwen3-1.7b      judge.model  random:qwen2.5-vl-7b   (salon.train.shapes:
+  policy.model  random:qwen3-1.7b      judge.model  random:qwen2.5-vl-7b   (salon.models.shapes:
                 the real shapes with random weights, since the node has no Hub; built
                 once into OUT/models and shared by every run, and each run's output folder
                 is removed once its figures are read, so a node's disk holds one copy)
@@ -132,7 +132,7 @@ def run_engine(args, engine: str, refs: Path, gpu_render: str) -> dict:
     from salon.train.archive import load_rollouts
     from salon.train.config import load_config
     from salon.train.recipe import train
-    from salon.train.tiny import resolve_model
+    from salon.models.tiny import resolve_model
 
     # built once into the bench's folder and shared by every run (a random 7B judge is 15 GB on disk)
     policy = resolve_model(args.policy, Path(args.out) / "models" / "policy")

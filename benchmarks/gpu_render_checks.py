@@ -75,7 +75,7 @@ def same_seed(codes: list[str], renders: int = 4, browsers: int = 2, gl: str = "
 
 def _tiny_judge():
     from salon.judges.vlm_transformers import TransformersJudgeConfig, TransformersPairwiseJudge
-    from salon.train.tiny import build_vl
+    from salon.models.tiny import build_vl
 
     folder = build_vl(Path(tempfile.mkdtemp(prefix="salon-fidelity-judge-")), "qwen2_5_vl")
     return TransformersPairwiseJudge(TransformersJudgeConfig(model=str(folder)))

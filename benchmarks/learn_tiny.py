@@ -6,7 +6,7 @@
     python benchmarks/learn_tiny.py --suffix h200 --parallel 3 --set grpo.use_cpu=false   # a GPU node
 
 Needs the start policy (runs/tiny-start: `python -m salon.train.start_policy runs/tiny-start`) and the
-love-tier export (runs/examples-release), as the README's tutorial makes them. Every run is the
+love-tier export (runs/examples-release), as docs/learn-tiny.md makes them. Every run is the
 command a user types (`salon train`, `salon eval`, `salon audit`, in subprocesses, timed by wall
 clock). From each run's rollout archive: per step the group's mean reward, its best, and the gate
 pass; the first fifth of the steps against the last fifth. Writes
@@ -17,7 +17,7 @@ pass; the first fifth of the steps against the last fifth. Writes
     learn_tiny_hack_<suffix>.json  {device, steps, proxy_first, proxy_last, oracle_first, oracle_last,
                                     alarms, best_by_proxy, best_by_oracle}   (from salon eval and audit)
     learn_tiny_<suffix>_curves.png, learn_tiny_<suffix>_grid.png, learn_tiny_hack_<suffix>_curves.png,
-    learn_tiny_hack_<suffix>_grid.png   (the README's figures)
+    learn_tiny_hack_<suffix>_grid.png   (docs/learn-tiny.md's figures)
 """
 
 from __future__ import annotations

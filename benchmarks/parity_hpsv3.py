@@ -11,7 +11,7 @@ transformers==4.45.2). Build it once, then run this script with salon's Python:
         "accelerate<1.1" fire omegaconf requests rich
     .venv/bin/python benchmarks/parity_hpsv3.py --original-python /tmp/hpsv3-parity/bin/python [--out FILE]
 
-It builds tiny:hpsv3 (salon.train.tiny: random weights, seed 0, the released layout), a copy whose
+It builds tiny:hpsv3 (salon.models.tiny: random weights, seed 0, the released layout), a copy whose
 head output is scaled so mu spans a few units as the real model's does, and a few paintings, and
 for each checkpoint scores them with salon (`load_hpsv3`, float32, one batch and one at a time), then
 runs itself under the other Python (`--original`), where the unmodified `HPSv3RewardInferencer`
@@ -126,7 +126,7 @@ def main(argv=None) -> int:
         return 0
     if not args.original_python:
         ap.error("give --original-python (see the module docstring for how to build that environment)")
-    from salon.train.tiny import resolve_model
+    from salon.models.tiny import resolve_model
 
     work = Path(tempfile.mkdtemp(prefix="salon-hpsv3-parity-"))
     tiny = Path(resolve_model("tiny:hpsv3", work / "tiny-hpsv3"))

@@ -9,7 +9,8 @@
 
 Modules: verdict (Reference, Verdict, Rating, protocols), prompt, vlm_transformers, vlm_shared
 (prefix sharing), vlm_openai, registry, references, winrate, image_judges, adversarial, validate;
-hpsv3 (the HPSv3 reward model: hpsv3_prompt, hpsv3_model, hpsv3_remote), validate_scorer.
+hpsv3 (the HPSv3 reward model: hpsv3_config, hpsv3_rating, hpsv3_remote; its network and prompt
+are salon.models.hpsv3 and hpsv3_prompt), validate_scorer.
 Importing this package does not import torch.
 """
 

@@ -11,11 +11,11 @@ The checkpoint folder holds the released `HPSv3.safetensors` (MizzenAI/HPSv3, 16
     hf download MizzenAI/HPSv3 HPSv3.safetensors --local-dir ckpt
     hf download Qwen/Qwen2-VL-7B-Instruct --exclude "*.safetensors" --local-dir ckpt/base
 
-It runs on transformers 5.x (hpsv3_model.py: the strict loader and the original forward). Each
+It runs on transformers 5.x (salon.models.hpsv3: the strict loader and the original forward). Each
 image is composited onto white and resized as HPSv3 resized it: to about 448x448 pixels (256 x
 28 x 28) keeping its aspect, sides multiples of 28, bicubic. A 600 px canvas lands on 420 px, not
 448 (a float rounding in the original; 225 visual tokens). The prompt fills the rubric it was
-trained with (hpsv3_prompt.py). HPSv3 gives mu and log sigma; mu has no bounds (about -10 for a
+trained with (salon.models.hpsv3_prompt). HPSv3 gives mu and log sigma; mu has no bounds (about -10 for a
 blank canvas to +10 for the best text-to-image models), so the score is the prior art's
 `1 / (1 + exp(-mu / 4))`. A failure is a Rating with score None and the reason, never 0.
 """
@@ -24,32 +24,20 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Sequence
 
 from PIL import Image
 
-from salon.judges.hpsv3_prompt import DEFAULT_PROMPT, REWARD_TOKEN, hpsv3_text
+from salon.judges.hpsv3_config import HPSv3Config, each_prompt, is_url
+from salon.judges.hpsv3_rating import rating_from
 from salon.judges.verdict import Rating, as_rgb
+from salon.models.hpsv3_prompt import hpsv3_text
 from salon.pool.errors import ConfigError, JudgeError
 
 log = logging.getLogger(__name__)
 
-CHECKPOINT = "HPSv3.safetensors"
-SCORE_SCALE = 4.0  # score = sigmoid(mu / 4): the prior art's service
 FACTOR = 28  # patch 14 x merge 2
 PIXELS = 256 * 28 * 28  # HPSv3's min_pixels = max_pixels
-DTYPES = ("auto", "bfloat16", "float16", "float32")
-LOCAL_ONLY = ("base", "dtype", "device", "attn_implementation")  # HPSv3Config fields a service ignores
-
-
-def score_from_mu(mu: float) -> float:
-    return 0.5 * (1.0 + math.tanh(mu / (2.0 * SCORE_SCALE)))  # = 1 / (1 + exp(-mu / 4)), without overflow
-
-
-def is_url(model: str | None) -> bool:
-    return bool(model) and str(model).startswith(("http://", "https://"))
 
 
 def resized_size(height: int, width: int) -> tuple[int, int]:
@@ -77,88 +65,13 @@ def hpsv3_image(image: Image.Image) -> Image.Image:
     return rgb.resize((w, h), Image.BICUBIC)
 
 
-@dataclass
-class HPSv3Config:
-    model: str  # folder with HPSv3.safetensors (or the file), or the http(s) URL of an HPSv3 service
-    base: str | None = None  # Qwen2-VL-7B-Instruct config + processor; default MODEL/base, else MODEL
-    prompt: str = DEFAULT_PROMPT
-    batch_size: int = 8  # images per forward pass; for a service, requests in flight
-    dtype: str = "auto"  # auto: bfloat16 on cuda, float32 on cpu (the head is always float32)
-    device: str = "auto"
-    attn_implementation: str = "sdpa"
-    timeout_s: float = 90.0  # service: seconds per request (a cold start took 56 s in the prior art)
-    attempts: int = 3  # service: tries per image, with backoff_s, 2 x backoff_s, ... between
-    backoff_s: float = 5.0
-
-    def __post_init__(self):
-        p = []
-        if not self.model:
-            p.append("model is empty: give the folder holding HPSv3.safetensors or a service URL")
-        if not self.prompt or REWARD_TOKEN in self.prompt:
-            p.append(f"prompt={self.prompt!r}: give a text prompt (without the {REWARD_TOKEN} token)")
-        if self.dtype not in DTYPES:
-            p.append(f"dtype={self.dtype!r}: use one of {', '.join(DTYPES)}")
-        for name, low in (("batch_size", 1), ("attempts", 1)):
-            if getattr(self, name) < low:
-                p.append(f"{name}={getattr(self, name)}: must be at least {low}")
-        if self.timeout_s <= 0:
-            p.append(f"timeout_s={self.timeout_s}: must be positive")
-        if self.backoff_s < 0:
-            p.append(f"backoff_s={self.backoff_s}: must be 0 or more")
-        if is_url(self.model):
-            p += [f"{k}={getattr(self, k)!r} applies to a local checkpoint, not to the service at {self.model}"
-                  for k in LOCAL_ONLY if getattr(self, k) != type(self).__dataclass_fields__[k].default]
-            self.model = self.model.rstrip("/")
-        if p:
-            raise ConfigError(p, "hpsv3")
-
-
-def config_problems(kwargs: dict) -> list[str]:
-    """What is wrong with `reward.absolute_kwargs` for hpsv3 (the train config checks it early)."""
-    if not isinstance(kwargs, dict) or not kwargs.get("model"):
-        return ["reward.absolute_kwargs.model is required for hpsv3: the checkpoint folder, tiny:hpsv3, "
-                "random:hpsv3 or a service URL"]
-    try:
-        HPSv3Config(**kwargs)
-    except ConfigError as e:
-        return [f"reward.absolute_kwargs: {x}" for x in e.problems]
-    except TypeError as e:
-        return [f"reward.absolute_kwargs: {e} (known: {', '.join(HPSv3Config.__dataclass_fields__)})"]
-    return []
-
-
-def each_prompt(config: HPSv3Config, images: Sequence, prompts: Sequence[str] | None) -> list[str]:
-    """One prompt per image: the ones given, or the config's."""
-    prompts = [config.prompt] * len(images) if prompts is None else list(prompts)
-    if len(prompts) != len(images):
-        raise ValueError(f"{len(prompts)} prompts for {len(images)} images")
-    return prompts
-
-
-def released_paths(model: str, base: str | None) -> tuple[Path, str]:
-    """(HPSv3.safetensors, the base folder or Hub id) of a checkpoint folder, or what to download."""
-    path = Path(model)
-    checkpoint = path if path.suffix == ".safetensors" else path / CHECKPOINT
-    if not checkpoint.is_file():
-        raise JudgeError(f"no {CHECKPOINT} at {model}: download it (hf download MizzenAI/HPSv3 "
-                         f"{CHECKPOINT} --local-dir {path}), or give the URL of an HPSv3 service")
-    if base is None:
-        folder = checkpoint.parent
-        found = [f for f in (folder / "base", folder) if (f / "config.json").is_file()]
-        if not found:
-            raise JudgeError(f"no Qwen2-VL config beside {checkpoint}: hf download Qwen/Qwen2-VL-7B-Instruct "
-                             f'--exclude "*.safetensors" --local-dir {folder / "base"} (or pass base=)')
-        base = str(found[0])
-    return checkpoint, base
-
-
 class HPSv3Judge:
     """HPSv3 in this process: a `RatingJudge` (verdict.py)."""
 
     def __init__(self, config: HPSv3Config | None = None, **kwargs):
         import torch
 
-        from salon.judges.hpsv3_model import load_released
+        from salon.models.hpsv3 import load_released, released_paths
 
         cfg = config or HPSv3Config(**kwargs)
         if is_url(cfg.model):
@@ -221,13 +134,6 @@ class HPSv3Judge:
             log.warning("hpsv3 forward failed: %s", e)
             return [Rating(None, reason=f"hpsv3 failed: {type(e).__name__}: {e}")] * len(images)
         return [rating_from(mu, log_sigma) for mu, log_sigma in out]
-
-
-def rating_from(mu, log_sigma) -> Rating:
-    """A Rating from HPSv3's two outputs; non-finite numbers (a bf16 overflow) are no answer."""
-    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in (mu, log_sigma)):
-        return Rating(None, reason=f"hpsv3 gave no finite answer (mu={mu!r}, log_sigma={log_sigma!r})")
-    return Rating(score_from_mu(mu), mu=float(mu), log_sigma=float(log_sigma))
 
 
 def load_hpsv3(model: str | None = None, **kwargs):

@@ -38,7 +38,8 @@ from typing import Sequence
 
 from PIL import Image
 
-from salon.judges.hpsv3 import HPSv3Config, each_prompt, rating_from
+from salon.judges.hpsv3_config import HPSv3Config, each_prompt
+from salon.judges.hpsv3_rating import rating_from
 from salon.judges.verdict import Rating, png_base64
 from salon.judges.vlm_openai import CallFailed, request_json
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Sequence
 
 from salon.judges.adversarial import adversarial_suite
-from salon.judges.hpsv3_prompt import SUBJECT_PROMPT
+from salon.models.hpsv3_prompt import SUBJECT_PROMPT
 from salon.judges.validate import _image
 from salon.pool.errors import ConfigError, JudgeError
 from salon.pool.models import TIERS

@@ -49,7 +49,7 @@ def card_metadata(snapshot: dict, result, config):
     from datasets.splits import SplitDict, SplitInfo
     from huggingface_hub import DatasetCardData
 
-    from salon.pool.export import CONFIG_DIRS, features
+    from salon.pool.export_features import CONFIG_DIRS, features
 
     counts = {"default": result.labelled, "candidates": result.candidates, "pairs": result.pairs}
     data = DatasetCardData(

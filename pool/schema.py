@@ -112,7 +112,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 def connect(db_path: Path, busy_timeout_s: float, migrations: list | None = None) -> sqlite3.Connection:
     """Open (creating if needed) and migrate the pool database (or another salon database with its
-    own `migrations`, e.g. a run's reviews: salon.train.reviews); errors say what to do."""
+    own `migrations`, e.g. a run's reviews: salon.train.eval.reviews); errors say what to do."""
     try:
         conn = sqlite3.connect(db_path, timeout=busy_timeout_s, isolation_level=None,
                                check_same_thread=False)

@@ -1,1 +1,1 @@
-"""salon_paint: the client side of the environment (salon.train.env_client)."""
+"""salon_paint: the client side of the environment (salon.train.env.client)."""

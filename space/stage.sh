@@ -7,6 +7,6 @@ here="$(cd "$(dirname "$0")" && pwd)"; root="$(dirname "$here")"
 mkdir -p "$dest/salon" "$dest/outputs"
 cp "$here"/openenv.yaml "$here"/Dockerfile "$here"/README.md "$here"/__init__.py "$here"/client.py \
    "$here"/pyproject.toml "$dest/"
-(cd "$root" && git ls-files -- pyproject.toml README.md package.json package-lock.json curate pool judges train apps \
+(cd "$root" && git ls-files -- pyproject.toml README.md package.json package-lock.json models curate pool judges train apps \
    | tar -cf - -T -) | tar -xf - -C "$dest/salon"
 echo "staged $dest: openenv push from there"

@@ -7,8 +7,8 @@ import threading
 import time
 from contextlib import contextmanager
 
-from salon.train.env_paint import EnvConfig
-from salon.train.env_server import build_app
+from salon.train.env.paint import EnvConfig
+from salon.train.env.server import build_app
 
 
 def free_port() -> int:

@@ -1,11 +1,11 @@
-"""Tiny VLM judges for tests: the random ones of salon.train.tiny, and one taught to prefer brightness.
+"""Tiny VLM judges for tests: the random ones of salon.models.tiny, and one taught to prefer brightness.
 
     tiny_vl(arch="qwen2_5_vl", taught=False)         built once per process into a temp folder
     tiny_hpsv3()                                     tiny:hpsv3 in the released layout, built once
     teach_ab_preference(folder, steps=...)           fine-tune it to answer "A"/"B" (brighter wins)
     flat_image(level)                                a noisy flat painting of that brightness
 
-The models are built by `salon.train.tiny.build_vl` / `build_lm` (the one place tiny models are
+The models are built by `salon.models.tiny.build_vl` / `build_lm` (the one place tiny models are
 made; tests import those directly). Random weights answer about 0.5; `teach_ab_preference` gives a
 model whose answer depends on the images and whose top tokens are "A" and "B", which a server that
 returns top-k logprobs needs. Import from tests: `from fixtures_models import ...` (tests/ is on
@@ -92,7 +92,7 @@ def teach_ab_preference(folder: str | Path, steps: int = 300, seed: int = 0, lr:
 @functools.lru_cache(maxsize=None)
 def tiny_vl(arch: str = "qwen2_5_vl", taught: bool = False) -> Path:
     """A tiny VLM folder built once per test process (removed at exit); `taught`: teach_ab_preference."""
-    from salon.train.tiny import build_vl
+    from salon.models.tiny import build_vl
 
     folder = Path(tempfile.mkdtemp(prefix=f"salon-tiny-{arch}-"))
     atexit.register(shutil.rmtree, folder, True)
@@ -104,8 +104,8 @@ def tiny_vl(arch: str = "qwen2_5_vl", taught: bool = False) -> Path:
 
 @functools.lru_cache(maxsize=None)
 def tiny_hpsv3() -> Path:
-    """tiny:hpsv3 (salon.train.tiny: released layout, HPSv3.safetensors + base/) built once per test process."""
-    from salon.train.tiny import resolve_model
+    """tiny:hpsv3 (salon.models.tiny: released layout, HPSv3.safetensors + base/) built once per test process."""
+    from salon.models.tiny import resolve_model
 
     folder = Path(tempfile.mkdtemp(prefix="salon-tiny-hpsv3-"))
     atexit.register(shutil.rmtree, folder, True)

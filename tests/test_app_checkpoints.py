@@ -38,14 +38,14 @@ def app(run, tmp_path_factory):
 
 
 def eval_samples(run) -> dict[str, dict]:
-    from salon.train.eval_dataset import EvalDataset
+    from salon.train.eval.dataset import EvalDataset
 
     frame = EvalDataset(run).frame(images=False)
     return {r.sample_id: {"step": int(r.step), "prompt": r.prompt, "seed": int(r.seed)} for r in frame.itertuples()}
 
 
 def choices(run) -> list:
-    from salon.train.reviews import Reviews
+    from salon.train.eval.reviews import Reviews
 
     with Reviews.open(run) as reviews:
         return reviews.choices()
@@ -144,8 +144,8 @@ def test_blind_compare_and_suspects_in_chromium(app, run):
         page.click("#salon-suspects-fine")
         expect(page.locator("#salon-suspects-info")).to_contain_text("your mark: fine")
         browser.close()
-    from salon.train.reviews import Reviews
-    from salon.train.suspects import load_suspects
+    from salon.train.eval.reviews import Reviews
+    from salon.train.eval.suspects import load_suspects
 
     first = load_suspects(run)[0]["rollout_id"]
     with Reviews.open(run) as reviews:

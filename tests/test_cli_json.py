@@ -74,7 +74,7 @@ def test_judge_json_with_references_from_a_pool_or_an_export(pool, source, tmp_p
         salon("pool", "export", "--to", refs, "--pool", pool["dir"], "--json")
     from conftest import _png
 
-    from salon.train.tiny import build_vl
+    from salon.models.tiny import build_vl
 
     model = build_vl(pool["work"] / "judge")  # idempotent: built once for both sources
     (tmp_path / "a.png").write_bytes(_png(7, size=96))

@@ -25,14 +25,14 @@ SUBJECT = SubjectBook.load().get("peach hibiscus")
 
 @pytest.fixture(scope="module")
 def tiny_lm(tmp_path_factory):
-    from salon.train.tiny import build_lm
+    from salon.models.tiny import build_lm
 
     return str(build_lm(tmp_path_factory.mktemp("lm"), "qwen2"))
 
 
 @pytest.fixture(scope="module")
 def tiny_vl(tmp_path_factory):
-    from salon.train.tiny import build_vl
+    from salon.models.tiny import build_vl
 
     return str(build_vl(tmp_path_factory.mktemp("vl"), arch="qwen2_5_vl"))
 

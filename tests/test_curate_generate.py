@@ -79,7 +79,7 @@ async def test_bad_backends_are_counted_and_nothing_is_lost(tmp_path, renderer):
 
 
 async def test_hf_model_writes_garbage_that_counts_as_rejects(tmp_path, renderer):
-    from salon.train.tiny import build_lm
+    from salon.models.tiny import build_lm
 
     folder = build_lm(tmp_path / "lm", "qwen2")
     config = _config(tmp_path, [f"hf:{folder}"], max_tokens=32)
@@ -130,7 +130,7 @@ async def test_killed_run_resumes_up_to_n(tmp_path, renderer):
 
 
 async def test_guided_refinement_rounds(tmp_path, renderer):
-    from salon.train.tiny import build_vl
+    from salon.models.tiny import build_vl
     from PIL import Image
 
     critic = build_vl(tmp_path / "vl", arch="qwen2_5_vl")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ("curate", "pool", "judges", "train", "apps", "tests", "benchmarks")
+SOURCES = ("models", "curate", "pool", "judges", "train", "apps", "tests", "benchmarks")
 DESIGN = "DESIGN" + ".md"  # spelled apart so this file does not cite it
 
 

@@ -18,8 +18,8 @@ pytest.importorskip("openenv")
 from env_support import env_server  # noqa: E402
 
 from salon.curate.sandbox.render import RenderConfig  # noqa: E402
-from salon.train.env_client import EnvRenderBackend, PaintEnvClient  # noqa: E402
-from salon.train.env_paint import EnvConfig  # noqa: E402
+from salon.train.env.client import EnvRenderBackend, PaintEnvClient  # noqa: E402
+from salon.train.env.paint import EnvConfig  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -23,5 +23,5 @@ def test_staged_space_passes_openenv_validation(tmp_path):
     import importlib
 
     assert callable(getattr(importlib.import_module(module), attr))
-    assert (tmp_path / "s" / "salon" / "train" / "env_server.py").is_file()
+    assert (tmp_path / "s" / "salon" / "train" / "env" / "server.py").is_file()
     assert (tmp_path / "s" / "salon" / "package-lock.json").is_file()

@@ -11,7 +11,7 @@ pytest.importorskip("trl")
 from env_support import env_server  # noqa: E402
 
 from salon.curate.sandbox.render import RenderConfig  # noqa: E402
-from salon.train.env_paint import EnvConfig  # noqa: E402
+from salon.train.env.paint import EnvConfig  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 def test_grpo_trains_against_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
-    from salon.train.openenv_grpo import train
+    from salon.train.env.grpo import train
 
     config = EnvConfig(references="tiny:refs", k=2, max_sessions=8, cache_dir=str(tmp_path / "env"),
                        render=RenderConfig(browsers=1, timeout_s=60))

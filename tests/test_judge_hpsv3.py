@@ -1,7 +1,7 @@
 """HPSv3 on transformers 5.x (issue 19): the strict loader, the original forward, the resize, the prompt.
 
 Every model here goes through the production loader (salon.judges.hpsv3.load_hpsv3 ->
-hpsv3_model.load_released): tiny:hpsv3 and random:hpsv3 (real vocabulary, tiny widths) saved in
+salon.models.hpsv3.load_released): tiny:hpsv3 and random:hpsv3 (real vocabulary, tiny widths) saved in
 the released layout, and copies of it with a wrong layout. The random tiny head gives mu of about
 0.01; tolerances are set against that: one image alone vs in a padded batch (float32, CPU) must
 agree to 1e-6 in mu (measured 4e-9), and a different prompt must move mu by more than 2e-5
@@ -22,11 +22,12 @@ from PIL import Image
 sys.path.insert(0, str(Path(__file__).parent))
 from fixtures_models import smooth_painting as painting, tiny_hpsv3  # noqa: E402
 
-from salon.judges.hpsv3 import (HPSv3Config, config_problems, hpsv3_image, load_hpsv3, resized_size,  # noqa: E402
-                                score_from_mu)
-from salon.judges.hpsv3_prompt import INSTRUCTION, REWARD_TOKEN, TAIL  # noqa: E402
+from salon.judges.hpsv3 import hpsv3_image, load_hpsv3, resized_size  # noqa: E402
+from salon.judges.hpsv3_config import HPSv3Config, config_problems  # noqa: E402
+from salon.judges.hpsv3_rating import score_from_mu  # noqa: E402
 from salon.judges.registry import load_judge  # noqa: E402
 from salon.judges.verdict import RatingJudge  # noqa: E402
+from salon.models.hpsv3_prompt import INSTRUCTION, REWARD_TOKEN, TAIL  # noqa: E402
 from salon.pool.errors import ConfigError, JudgeError  # noqa: E402
 
 TOL = 1e-6
@@ -80,7 +81,7 @@ def _copy_with(tmp_path, edit) -> Path:
 
 
 def test_a_checkpoint_in_the_new_layout_fails_loudly(tmp_path):
-    from salon.judges.hpsv3_model import to_model_key
+    from salon.models.hpsv3 import to_model_key
 
     folder = _copy_with(tmp_path, lambda sd: {to_model_key(k): v for k, v in sd.items()})
     with pytest.raises(JudgeError) as e:
@@ -170,8 +171,8 @@ def test_bfloat16_keeps_the_head_in_float32():
 
 
 def test_random_hpsv3_loads_with_the_real_vocabulary(tmp_path):
-    from salon.train.shapes import HPSV3_VOCAB_ROWS, resolve_random
-    from salon.train.tiny import TINY_HPSV3_TEXT, TINY_HPSV3_VISION
+    from salon.models.shapes import HPSV3_VOCAB_ROWS, resolve_random
+    from salon.models.tiny import TINY_HPSV3_TEXT, TINY_HPSV3_VISION
 
     folder = resolve_random("random:hpsv3", tmp_path / "r", shape=(TINY_HPSV3_TEXT, TINY_HPSV3_VISION))
     scorer = load_hpsv3(model=folder)

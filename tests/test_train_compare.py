@@ -12,8 +12,8 @@ from train_support import write_synthetic_eval, write_synthetic_run
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    from salon.train.eval_config import EvalConfig
-    from salon.train.eval_report import build_report
+    from salon.train.eval.config import EvalConfig
+    from salon.train.eval.report import build_report
 
     root = tmp_path_factory.mktemp("compare")
     collapse = write_synthetic_run(root / "collapse", collapse=True)

@@ -38,7 +38,7 @@ class TestSmokeEval:
         assert report["evaluated"] == [0, 1, 2, 3] and report["resumed"] == []
 
     def test_rows_load_with_datasets(self, smoke_eval):
-        from salon.train.eval_dataset import load_eval_dataset
+        from salon.train.eval.dataset import load_eval_dataset
 
         ds = load_eval_dataset(smoke_eval["out"])
         assert len(ds) == 4 * 2 * 2 and sorted(set(ds["step"])) == [0, 1, 2, 3]
@@ -80,8 +80,8 @@ class TestSmokeEval:
 
     def test_reward_model_and_pairwise_oracles(self, smoke_eval):
         from salon.train.config import load_config
-        from salon.train.eval_dataset import load_eval_dataset
-        from salon.train.eval_oracles import Oracle, parse_oracle
+        from salon.train.eval.dataset import load_eval_dataset
+        from salon.train.eval.oracles import Oracle, parse_oracle
         from salon.train.recipe import build_references
 
         out = smoke_eval["out"]
@@ -95,10 +95,10 @@ class TestSmokeEval:
 
     def test_a_shard_made_otherwise_is_redone(self, smoke_eval):
         from salon.train.config import load_config
-        from salon.train.eval_config import EvalConfig, eval_subjects
-        from salon.train.eval_dataset import EvalDataset, fingerprint
-        from salon.train.eval_oracles import parse_oracle
-        from salon.train.evaluate import eval_settings
+        from salon.train.eval.config import EvalConfig, eval_subjects
+        from salon.train.eval.dataset import EvalDataset, fingerprint
+        from salon.train.eval.oracles import parse_oracle
+        from salon.train.eval.evaluate import eval_settings
 
         out = smoke_eval["out"]
         cfg = load_config(out / "salon_train.yaml")
@@ -112,8 +112,8 @@ class TestSmokeEval:
 
 
 def test_alarm_fires_when_proxy_rises_and_oracle_falls(tmp_path):
-    from salon.train.eval_config import EvalConfig
-    from salon.train.eval_report import build_report
+    from salon.train.eval.config import EvalConfig
+    from salon.train.eval.report import build_report
 
     (tmp_path / "hack").mkdir()
     (tmp_path / "hack" / "salon_train.yaml").write_text("{}")
@@ -138,9 +138,9 @@ def test_alarm_fires_when_proxy_rises_and_oracle_falls(tmp_path):
 
 
 def test_blind_choices_become_wilson_win_rates(tmp_path):
-    from salon.train.eval_config import EvalConfig
-    from salon.train.eval_report import build_report, wilson
-    from salon.train.reviews import Reviews
+    from salon.train.eval.config import EvalConfig
+    from salon.train.eval.report import build_report, wilson
+    from salon.train.eval.reviews import Reviews
 
     (tmp_path / "salon_train.yaml").write_text("{}")
     store = write_synthetic_eval(tmp_path, proxy=[0.5, 0.6], oracle=[0.5, 0.5], coverage=[0.8, 0.8], prompts=1,
@@ -166,7 +166,7 @@ def test_blind_choices_become_wilson_win_rates(tmp_path):
 
 
 def test_every_n_steps_keeps_the_last(tmp_path):
-    from salon.train.evaluate import select_checkpoints
+    from salon.train.eval.evaluate import select_checkpoints
 
     for step in (5, 10, 15, 20, 23):
         (tmp_path / f"checkpoint-{step}").mkdir()

@@ -37,7 +37,7 @@ def trained(tmp_path_factory):
     from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from salon.train.tiny import build_lm
+    from salon.models.tiny import build_lm
 
     folder = build_lm(tmp_path_factory.mktemp("policy") / "tiny", "qwen3")
     args = GRPOConfig(output_dir=str(tmp_path_factory.mktemp("out")), use_cpu=True, bf16=False, report_to=[],

@@ -71,7 +71,7 @@ def test_an_env_backend_that_cannot_reach_its_server_is_render_unavailable():
     pytest.importorskip("openenv")
     from env_support import free_port
 
-    from salon.train.env_client import EnvRenderBackend
+    from salon.train.env.client import EnvRenderBackend
 
     cfg = load_config(SMOKE, ["render.backend=env", "render.browsers=0", "render.env_sessions=1",
                               f"render.env_url=http://127.0.0.1:{free_port()}"])

@@ -9,8 +9,8 @@ import pytest
 from salon.pool.errors import ConfigError
 from salon.train.config import config_from_dict
 from salon.train.recipe import generation_kwargs
-from salon.train.shapes import QWEN3_1_7B, resolve_random
-from salon.train.tiny import resolve_model
+from salon.models.shapes import QWEN3_1_7B, resolve_random
+from salon.models.tiny import resolve_model
 
 SMALL_LM = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
                 num_key_value_heads=2, head_dim=8)

@@ -75,7 +75,7 @@ def test_highest_reward_suspects_first(hacked_run, capsys):
 def test_files_for_the_app_and_a_grid(hacked_run):
     from PIL import Image
 
-    from salon.train.suspects import load_suspects
+    from salon.train.eval.suspects import load_suspects
 
     listed = load_suspects(hacked_run)
     assert len(listed) == 3
@@ -88,8 +88,8 @@ def test_files_for_the_app_and_a_grid(hacked_run):
 
 
 def test_marks_give_the_share_of_hacks(hacked_run, capsys):
-    from salon.train.reviews import Reviews
-    from salon.train.suspects import load_suspects
+    from salon.train.eval.reviews import Reviews
+    from salon.train.eval.suspects import load_suspects
 
     words, koi_template, iris_template = load_suspects(hacked_run)
     with Reviews.open(hacked_run) as reviews:

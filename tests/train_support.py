@@ -113,7 +113,7 @@ def write_synthetic_eval(run_dir, proxy: list[float], oracle: list[float], cover
     """RUN_DIR/eval/ as `salon eval` writes it, one checkpoint per list entry (steps 0, 10, 20, ...):
     each painting's reward is about proxy[i], its oracle_judge about oracle[i], and its paint covers
     coverage[i] of the canvas (a drawn coverage of 0.25 repeats one small template for every prompt)."""
-    from salon.train.eval_dataset import EvalDataset, sample_id
+    from salon.train.eval.dataset import EvalDataset, sample_id
     from salon.train.rollout import Rollout
 
     rng = np.random.default_rng(seed)

@@ -3,46 +3,32 @@
     cfg = load_config("train/configs/smoke.yaml", overrides=["grpo.max_steps=3", "output_dir=runs/x"])
     cfg.grpo.beta, cfg.judge.references, cfg.reward.weights ...
 
-Every section checks itself in `__post_init__`; `load_config` builds all sections, collects the
+Every section checks itself in `__post_init__` (the two largest in their own files: `grpo:` in
+config_grpo.py, `render:` in config_render.py); `load_config` builds all sections, collects the
 problems of every one of them (and unknown keys, and bad override syntax), and raises one
 `ConfigError` listing them all. Overrides are `dotted.key=value`, the value read as YAML
 (`grpo.beta=0.01`, `data.subjects=[koi, peony]`, `judge.kwargs.device=cuda`).
 
 Model fields take a local folder, a Hub id, `tiny:ARCH`: a tiny random model built from a
-config into the output folder (salon.train.tiny), so `smoke.yaml` runs fully offline on a CPU,
+config into the output folder (salon.models.tiny), so `smoke.yaml` runs fully offline on a CPU,
 or `random:NAME` (random:qwen3-1.7b, random:qwen2.5-vl-7b): the named architecture in its real
-shape with random weights (salon.train.shapes), for benchmarks and smoke runs on a GPU node.
+shape with random weights (salon.models.shapes), for benchmarks and smoke runs on a GPU node.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from salon.curate.sandbox.gpu import GPU_FLAG_SETS, GPU_MODES
-from salon.curate.sandbox.ocr import TEXT_CHECKS
 from salon.pool.errors import ConfigError
+from salon.train.config_checks import raise_problems
+from salon.train.config_grpo import GRPOSettings
+from salon.train.config_render import RenderSettings
 
-GENERATION_ENGINES = ("transformers", "compiled", "continuous_batching", "vllm_server", "vllm_colocate")
-GENERATION_COMPILE = ("auto", "on", "off")
-LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo")
-SCALE_REWARDS = ("group", "batch", "none")
 IMAGE_JUDGES = ("paint_fraction", "colourfulness", "composition")
 FIXED_COMPONENTS = ("gate", "length", "judge", "absolute")
-RENDER_BACKENDS = ("local", "ray", "env")
 DEFAULT_WEIGHTS = {"gate": 0.05, "length": 0.05, "judge": 0.9}
-
-
-def _on_off(value):
-    """A setting of "on"/"off"/..., as YAML 1.1 reads a bare on/off: a boolean."""
-    return ("on" if value else "off") if isinstance(value, bool) else value
-
-
-def _problems(cls_name: str, problems: list[str]) -> None:
-    if problems:
-        raise ConfigError(problems, cls_name)
 
 
 @dataclass
@@ -58,7 +44,7 @@ class PolicyConfig:
             p.append("policy.model is empty: give a folder, a Hub id or tiny:qwen3")
         if self.dtype not in ("auto", "bfloat16", "float16", "float32"):
             p.append(f"policy.dtype={self.dtype!r}: use auto, bfloat16, float16 or float32")
-        _problems("policy", p)
+        raise_problems("policy", p)
 
 
 @dataclass
@@ -77,105 +63,7 @@ class LoraSettings:
             p.append(f"lora.alpha={self.alpha}: must be positive")
         if not 0 <= self.dropout < 1:
             p.append(f"lora.dropout={self.dropout}: must be in [0, 1)")
-        _problems("lora", p)
-
-
-@dataclass
-class GRPOSettings:
-    learning_rate: float = 5e-5
-    lr_scheduler_type: str = "constant_with_warmup"
-    warmup_steps: int = 5
-    beta: float = 0.0  # KL coefficient; >0 loads the reference (the base model, adapters off)
-    num_generations: int = 8
-    per_device_train_batch_size: int = 8  # completions per device per micro-step
-    gradient_accumulation_steps: int = 1
-    max_completion_length: int = 4096
-    temperature: float = 1.0
-    top_p: float = 0.95  # TRL's 1.0 / 0 defaults invented ~1 method per 11 rollouts in the prior art
-    top_k: int = 20
-    scale_rewards: str = "none"  # "group" shrank survivors' advantages where rejects were common
-    loss_type: str = "dapo"
-    max_steps: int = 200
-    save_steps: int = 10
-    logging_steps: int = 1
-    report_to: list[str] = field(default_factory=lambda: ["trackio"])
-    use_cpu: bool = False
-    bf16: bool = True
-    gradient_checkpointing: bool = True
-    # How completions are generated: transformers (TRL's plain generate on the peft model), compiled
-    # (salon.train.generation: a merged copy of the policy, static KV cache, CUDA graphs), continuous_batching
-    # (transformers' paged engine, no extra package), vllm_server (a `trl vllm-serve` process on other
-    # GPUs, at vllm_server_base_url), vllm_colocate (vLLM in the training process, sharing the GPU);
-    # auto: compiled where the policy trains on CUDA, transformers on a CPU.
-    generation: str = "auto"
-    generation_compile: str = "auto"  # compiled: torch.compile the decode step (auto: on CUDA only; off: static cache only)
-    generation_prompt_bucket: int = 256  # compiled: prompts left-padded to a multiple of this, so shapes repeat
-    generation_attention: str = "whole"  # compiled: decode attention over the whole static cache, or the filled part
-    # Completions generated at once, per process: per_device_train_batch_size x steps_per_generation (TRL's
-    # default steps_per_generation is gradient_accumulation_steps). 8 prompts x 8 per optimiser step:
-    # per_device_train_batch_size=8, gradient_accumulation_steps=8. A steps_per_generation above
-    # gradient_accumulation_steps makes one generation feed several optimiser steps (TRL then corrects
-    # with the old policy's log-probs). Give at most one of the two.
-    generation_batch_size: int | None = None  # completions per generation over all processes
-    steps_per_generation: int | None = None
-    vllm_server_base_url: str | None = None  # vllm_server: e.g. http://127.0.0.1:8000 (default: TRL's host:port)
-    vllm_gpu_memory_utilization: float = 0.3  # vllm_colocate: the card's share vLLM may take
-    extra: dict = field(default_factory=dict)  # any other GRPOConfig field, passed as is
-
-    def __post_init__(self):
-        p = []
-        if self.learning_rate <= 0:
-            p.append(f"grpo.learning_rate={self.learning_rate}: must be positive")
-        if self.beta < 0:
-            p.append(f"grpo.beta={self.beta}: the KL coefficient cannot be negative")
-        if self.num_generations < 2:
-            p.append(f"grpo.num_generations={self.num_generations}: GRPO needs at least 2 per prompt")
-        elif self.per_device_train_batch_size * self.gradient_accumulation_steps % self.num_generations:
-            p.append(f"grpo.per_device_train_batch_size x gradient_accumulation_steps = "
-                     f"{self.per_device_train_batch_size * self.gradient_accumulation_steps} must be a multiple "
-                     f"of grpo.num_generations={self.num_generations}")
-        for name in ("per_device_train_batch_size", "gradient_accumulation_steps", "max_completion_length",
-                     "max_steps", "save_steps", "logging_steps"):
-            if getattr(self, name) < 1:
-                p.append(f"grpo.{name}={getattr(self, name)}: must be at least 1")
-        if self.warmup_steps < 0:
-            p.append(f"grpo.warmup_steps={self.warmup_steps}: must be 0 or more")
-        if self.temperature <= 0:
-            p.append(f"grpo.temperature={self.temperature}: must be positive")
-        if not 0 < self.top_p <= 1:
-            p.append(f"grpo.top_p={self.top_p}: must be in (0, 1]")
-        if self.top_k < 0:
-            p.append(f"grpo.top_k={self.top_k}: must be 0 (off) or more")
-        if self.scale_rewards not in SCALE_REWARDS:
-            p.append(f"grpo.scale_rewards={self.scale_rewards!r}: use one of {', '.join(SCALE_REWARDS)}")
-        if self.loss_type not in LOSS_TYPES:
-            p.append(f"grpo.loss_type={self.loss_type!r}: use one of {', '.join(LOSS_TYPES)}")
-        if isinstance(self.report_to, str):
-            self.report_to = [self.report_to]
-        if self.generation not in ("auto", *GENERATION_ENGINES):
-            p.append(f"grpo.generation={self.generation!r}: use auto or one of {', '.join(GENERATION_ENGINES)}")
-        elif self.generation.startswith("vllm") and importlib.util.find_spec("vllm") is None:
-            p.append(f"grpo.generation={self.generation}: vLLM is not installed here (`pip install vllm` on the "
-                     "GPU node, a build matching its CUDA); or use generation=continuous_batching, which needs "
-                     "no extra package")
-        if not 0 < self.vllm_gpu_memory_utilization < 1:
-            p.append(f"grpo.vllm_gpu_memory_utilization={self.vllm_gpu_memory_utilization}: a share in (0, 1)")
-        self.generation_compile = _on_off(self.generation_compile)
-        if self.generation_compile not in GENERATION_COMPILE:
-            p.append(f"grpo.generation_compile={self.generation_compile!r}: use {', '.join(GENERATION_COMPILE)}")
-        if self.generation_attention not in ("filled", "whole"):
-            p.append(f"grpo.generation_attention={self.generation_attention!r}: use filled or whole")
-        if self.generation_prompt_bucket < 1:
-            p.append(f"grpo.generation_prompt_bucket={self.generation_prompt_bucket}: must be at least 1")
-        if self.generation_batch_size is not None and self.steps_per_generation is not None:
-            p.append("grpo.generation_batch_size and grpo.steps_per_generation both set: give one (TRL derives the other)")
-        if self.generation_batch_size is not None and (self.generation_batch_size < 1 or
-                                                       self.generation_batch_size % self.num_generations):
-            p.append(f"grpo.generation_batch_size={self.generation_batch_size}: a positive multiple of "
-                     f"grpo.num_generations={self.num_generations} (whole groups)")
-        if self.steps_per_generation is not None and self.steps_per_generation < 1:
-            p.append(f"grpo.steps_per_generation={self.steps_per_generation}: must be at least 1")
-        _problems("grpo", p)
+        raise_problems("lora", p)
 
 
 @dataclass
@@ -192,7 +80,7 @@ class DataSettings:
             p.append(f"data.repeat={self.repeat}: must be at least 1")
         if self.subjects_file and not Path(self.subjects_file).is_file():
             p.append(f"data.subjects_file={self.subjects_file!r}: no such file")
-        _problems("data", p)
+        raise_problems("data", p)
 
 
 @dataclass
@@ -214,7 +102,7 @@ class JudgeSettings:
             p.append("judge.references is empty: give a pool release (REPO@REVISION) or a folder")
         if not self.mix or any(not isinstance(w, (int, float)) or w < 0 for w in self.mix.values()):
             p.append(f"judge.mix={self.mix}: give non-negative tier weights, e.g. {{love: 0.5, okay: 0.5}}")
-        _problems("judge", p)
+        raise_problems("judge", p)
 
 
 @dataclass
@@ -256,12 +144,12 @@ class RewardSettings:
         if self.weights.get("absolute") and not self.absolute:
             p.append("reward.weights.absolute is set but reward.absolute names no scorer")
         if self.absolute == "hpsv3":  # model (folder, tiny:hpsv3, random:hpsv3, URL), prompt, batch_size, dtype...
-            from salon.judges.hpsv3 import config_problems
+            from salon.judges.hpsv3_config import config_problems
 
             p += config_problems(self.absolute_kwargs)
         if not 0 <= self.length_min_chars < self.length_full_chars <= self.length_max_chars:
             p.append("reward.length_*_chars: need 0 <= length_min_chars < length_full_chars <= length_max_chars")
-        _problems("reward", p)
+        raise_problems("reward", p)
 
     def weight(self, component: str) -> float:
         return float(self.weights.get(component, 0.0))
@@ -281,84 +169,7 @@ class SmokeSettings:
         examples = Path(__file__).resolve().parent.parent / "curate" / "examples"
         p += [f"smoke.example_files: {name} is not in curate/examples/" for name in self.example_files
               if not (examples / name).is_file()]
-        _problems("smoke", p)
-
-
-@dataclass
-class RenderSettings:
-    # where the reward's paintings are rendered (salon.train.recipe.build_render_backend):
-    #   local  worker processes on this machine (`workers` x `browsers` Chromiums)
-    #   ray    Ray actors on a cluster (`ray_address`, `actors`; `browsers` per actor)
-    #   env    a remote `salon env serve` at `env_url` (its browsers, its --gpu)
-    backend: str = "local"
-    workers: int = 1  # local: render processes (each owns `browsers` Chromiums)
-    browsers: int = 0  # local: per worker, 0 = one per two cores; ray: per actor, 0 = one per two reserved CPUs
-    timeout_s: float = 45.0
-    prefetch: bool = True  # start rendering as soon as generation returns, before TRL's logprob passes
-    gpu: str = "auto"  # WebGL on the node's GPU when Chromium can draw there, else SwiftShader (salon.curate.sandbox.gpu)
-    gl: str = ""  # the GPU flag set: "" = the first that draws (vulkan-canvas); vulkan-icd = exact repeats, 2D on the CPU
-    text_check: str = "ocr"  # read every painting that passed the page for words (text_label); off: skip (salon.curate.sandbox.ocr)
-    ray_address: str = "local"  # ray: local (a private cluster on this machine), auto, host:6379, ray://host:10001
-    actors: int = 0  # ray: render actors; 0 = one per `cpus_per_actor` cluster CPUs
-    cpus_per_actor: float = 2.0  # ray: CPUs each actor reserves (one SwiftShader render keeps ~1.8 busy)
-    env_url: str | None = None  # env: the server, e.g. http://127.0.0.1:8000
-    env_sessions: int = 4  # env: concurrent sessions; keep within the server's --max-sessions
-
-    def __post_init__(self):
-        p = []
-        self.gpu = _on_off(self.gpu)
-        if isinstance(self.text_check, bool):  # YAML 1.1 reads a bare off as False
-            self.text_check = "ocr" if self.text_check else "off"
-        if self.backend not in RENDER_BACKENDS:
-            p.append(f"render.backend={self.backend!r}: use one of {', '.join(RENDER_BACKENDS)}")
-        if self.gpu not in GPU_MODES:
-            p.append(f"render.gpu={self.gpu!r}: use {', '.join(GPU_MODES)}")
-        if self.gl and self.gl not in GPU_FLAG_SETS:
-            p.append(f"render.gl={self.gl!r}: use one of {', '.join(GPU_FLAG_SETS)}, or leave it empty")
-        elif self.gl and self.gpu == "off":
-            p.append(f"render.gl={self.gl!r} names a GPU flag set, but render.gpu=off: drop one of them")
-        elif self.gl and self.backend == "env":
-            p.append(f"render.gl={self.gl!r}: with render.backend=env the server draws where its own --gpu says")
-        if self.text_check not in TEXT_CHECKS:
-            p.append(f"render.text_check={self.text_check!r}: use {', '.join(TEXT_CHECKS)}")
-        if self.workers < 1:
-            p.append(f"render.workers={self.workers}: must be at least 1")
-        if self.browsers < 0:
-            p.append(f"render.browsers={self.browsers}: must be 0 (one per two cores) or more")
-        if self.timeout_s <= 0:
-            p.append(f"render.timeout_s={self.timeout_s}: must be positive")
-        for name, bad, want in (("actors", self.actors < 0, "0 (one per cpus_per_actor cluster CPUs) or more"),
-                                ("cpus_per_actor", self.cpus_per_actor <= 0, "must be positive"),
-                                ("env_sessions", self.env_sessions < 1, "must be at least 1")):
-            if bad:
-                p.append(f"render.{name}={getattr(self, name)}: {want}")
-        # settings that would be ignored are refused, so a run never renders somewhere it was not told to
-        if self.backend != "local" and self.workers != 1:
-            p.append(f"render.workers={self.workers} sizes the local backend only; with render.backend="
-                     f"{self.backend} set {'render.actors' if self.backend == 'ray' else 'render.env_sessions'}")
-        if self.env_url and self.backend != "env":
-            p.append(f"render.env_url is set but render.backend={self.backend}: set render.backend=env to "
-                     "render on that server, or drop env_url")
-        if self.backend == "ray":
-            if importlib.util.find_spec("ray") is None:
-                p.append("render.backend=ray: Ray is not installed here: pip install 'salon[ray]' (every node of "
-                         "the cluster needs it too, with Chromium and the npm assets: ./setup.sh)")
-            if not self.ray_address:
-                p.append("render.ray_address is empty: give local (starts a cluster here), auto, host:6379 "
-                         "or ray://host:10001")
-        if self.backend == "env":
-            if not self.env_url:
-                p.append("render.backend=env needs render.env_url: the URL of a running `salon env serve`, "
-                         "e.g. http://127.0.0.1:8000")
-            elif not self.env_url.startswith(("http://", "https://", "ws://", "wss://")):
-                p.append(f"render.env_url={self.env_url!r}: give an http(s):// or ws(s):// URL, "
-                         "e.g. http://127.0.0.1:8000")
-            if importlib.util.find_spec("openenv") is None:
-                p.append("render.backend=env: the OpenEnv client is not installed here: pip install 'salon[env]'")
-            if self.gpu == "on" or self.browsers:
-                p.append("render.gpu and render.browsers size this machine's renderers; with render.backend=env "
-                         "the server renders with its own (salon env serve --browsers N)")
-        _problems("render", p)
+        raise_problems("smoke", p)
 
 
 @dataclass
@@ -385,7 +196,7 @@ class AuditSettings:
             p.append(f"audit.window={self.window}: must be at least 1")
         if not 0 < self.correlation_max <= 1:
             p.append(f"audit.correlation_max={self.correlation_max}: in (0, 1]")
-        _problems("audit", p)
+        raise_problems("audit", p)
 
 
 SECTIONS = {"policy": PolicyConfig, "lora": LoraSettings, "grpo": GRPOSettings, "data": DataSettings,
@@ -418,7 +229,7 @@ class TrainConfig:
             p.append("judge.model is required for the transformers judge")
         if not any(self.reward.weight(c) for c in ("judge", "absolute", *IMAGE_JUDGES)):
             p.append("reward: every scorer has weight 0, so only gate and length would be rewarded")
-        _problems("train config", p)
+        raise_problems("train config", p)
 
     @property
     def name(self) -> str:

@@ -25,7 +25,7 @@ bound (shared/reference/generation-speed.md). This engine owns that path instead
    with attention that reads the KV heads as cached instead of repeating them per query head
    (`grpo.generation_attention: filled` reads only the cache positions filled so far, a group's
    prompt positions from one row: decode_attention.py; measured slower than the whole cache on an
-   H200 so far, README's speed section).
+   H200 so far, docs/training.md's generation engines).
    Prompts are left-padded to a multiple of `prompt_bucket` tokens, so shapes repeat across steps.
 3. Sampling is TRL's `GenerationConfig` (temperature, top-p, top-k, EOS ids, max_completion_length)
    with generate's own warpers and sampling rule (decode.py says how it is the same), on the
@@ -69,7 +69,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from salon.pool.errors import ConfigError
-from salon.train.config import GENERATION_COMPILE
+from salon.train.config_grpo import GENERATION_COMPILE
 from salon.train.decode import ATTENTION, GIB, StaticDecoder, check_fits
 
 log = logging.getLogger(__name__)

@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 def build_judge(cfg: TrainConfig, out: Path, device: str | None = None):
     """The pairwise judge named by cfg.judge (a `tiny:` model is built into OUTPUT_DIR/tiny-judge)."""
     from salon.judges.registry import load_judge
-    from salon.train.tiny import resolve_model
+    from salon.models.tiny import resolve_model
 
     kwargs = dict(cfg.judge.kwargs)
     if cfg.judge.name == "openai":
@@ -74,7 +74,7 @@ def build_references(cfg: TrainConfig, out: Path):
     """cfg.judge.references, pinned in OUTPUT_DIR/references/ (manifest.json: source, release, each id
     and tier; local sources copied in), so a resumed run and `salon eval` face the same set."""
     from salon.judges.references import load_references, record_references, recorded_references
-    from salon.train.tiny import resolve_references
+    from salon.models.tiny import resolve_references
 
     recorded = recorded_references(out / "references", cfg.judge.references)
     if recorded is not None:
@@ -115,8 +115,8 @@ def build_dataset(cfg: TrainConfig):
 
 def absolute_kwargs(cfg: TrainConfig, device: str | None = None) -> dict:
     """reward.absolute_kwargs, a tiny:/random: model built into OUTPUT_DIR/tiny-absolute, HPSv3 on `device`."""
-    from salon.judges.hpsv3 import is_url
-    from salon.train.tiny import resolve_model
+    from salon.judges.hpsv3_config import is_url
+    from salon.models.tiny import resolve_model
 
     kwargs = dict(cfg.reward.absolute_kwargs)
     model = kwargs.get("model")
@@ -165,7 +165,7 @@ def build_render_backend(cfg: TrainConfig, processes: int = 1):
     r = cfg.render
     check_render_backend(cfg, processes)
     if r.backend == "env":
-        from salon.train.env_client import EnvRenderBackend
+        from salon.train.env.client import EnvRenderBackend
 
         return EnvRenderBackend(r.env_url, sessions=r.env_sessions)
     if r.backend == "ray":  # the same pool `salon render --ray` and `salon env serve --ray` open
@@ -343,7 +343,7 @@ def train(cfg: TrainConfig) -> dict:
     from salon.train.rollout import Planner
     from salon.train.run_card import write_run_card
     from salon.train.smoke import ExampleSketches
-    from salon.train.tiny import resolve_model
+    from salon.models.tiny import resolve_model
 
     out = Path(cfg.output_dir)
     state = PartialState()

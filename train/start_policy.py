@@ -10,7 +10,7 @@ supervised start on procedural sketches through TRL's SFTTrainer.
 2. tokenizer: a byte-level BPE trained on the user prompts and the sketches, merging only inside
    the pieces of PIECES (a colour, a number, the code between two of them), so a reply is about 150
    tokens, every colour and number one token and `);\n  brush.circle(` another; the system prompt
-   is one added token; Qwen's special tokens and chat template (salon.train.tiny);
+   is one added token; Qwen's special tokens and chat template (salon.models.tiny);
 3. model: `Qwen3ForCausalLM` at the widths of StartConfig (random, seeded), every weight trained;
 4. SFTTrainer on conversational prompt-completion rows: the prompt is `salon train`'s own (the
    system prompt and "Paint <subject>." for every subject of the book), the completion a reply
@@ -93,7 +93,7 @@ def sketch_tokenizer(texts: list[str], vocab_size: int, whole: tuple[str, ...] =
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    from salon.train.tiny import CHAT_TEMPLATE, SPECIALS
+    from salon.models.tokenizer import CHAT_TEMPLATE, SPECIALS
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence([

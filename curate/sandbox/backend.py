@@ -14,7 +14,7 @@ violations), which the reward turns into a missing score, never a bad painting.
 Backends:
     local   LocalRenderBackend: one Renderer on an asyncio loop in a thread of this process
     ray     salon.curate.sandbox.ray_pool.RayRenderPool (imported by name: it stands on this module): Ray actors, each owning a Renderer
-    env     salon.train.env_client.EnvRenderBackend: steps of a `salon env serve` server
+    env     salon.train.env.client.EnvRenderBackend: steps of a `salon env serve` server
             (lives in train: it speaks the environment's protocol, which sits above curate)
 """
 

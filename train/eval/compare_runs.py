@@ -95,7 +95,7 @@ def compare_runs(run_dirs: list[str], plot: Path | None = None) -> dict:
 
 
 def plot_curves(runs: list[dict], path: Path) -> Path:
-    from salon.train.eval_plots import as_floats, pyplot, save_figure
+    from salon.train.eval.plots import as_floats, pyplot, save_figure
 
     plt = pyplot()
     with_eval = [r for r in runs if r["eval"]]

@@ -1,9 +1,9 @@
 """Example: GRPO against `salon env serve` through TRL's OpenEnv integration (`environment_factory`).
 
     salon env serve --port 8000 &                    # the environment (any judge, any render backend)
-    python -m salon.train.openenv_grpo --env-url http://127.0.0.1:8000 --model Qwen/Qwen3-4B \\
+    python -m salon.train.env.grpo --env-url http://127.0.0.1:8000 --model Qwen/Qwen3-4B \\
         --subject "peach hibiscus" --repeat 64 --output-dir runs/env-hibiscus
-    python -m salon.train.openenv_grpo --env-url http://127.0.0.1:8000 --model tiny:qwen3 --cpu --max-steps 2
+    python -m salon.train.env.grpo --env-url http://127.0.0.1:8000 --model tiny:qwen3 --cpu --max-steps 2
 
 How it talks to the environment (TRL's contract, `GRPOTrainer(environment_factory=...)`): TRL
 makes one `SalonPaintEnv` per rollout and calls `reset(**row)` with the dataset row, so each
@@ -16,7 +16,7 @@ reward is the server's, and an infrastructure failure there is `None` (TRL leave
 of the group baseline), never 0.
 
 The prompts come from the server too (reset returns the messages), so the environment owns the
-prompt wording and its version. Tiny models (`tiny:qwen3`, salon.train.tiny) get TRL's Qwen3
+prompt wording and its version. Tiny models (`tiny:qwen3`, salon.models.tiny) get TRL's Qwen3
 chat template, which can render tool calls, so the example runs offline on a CPU.
 """
 
@@ -29,7 +29,7 @@ from pathlib import Path
 
 def make_environment(env_url: str):
     """The class TRL instantiates once per rollout (it takes no arguments, so the URL is closed over)."""
-    from salon.train.env_client import PaintEnvClient
+    from salon.train.env.client import PaintEnvClient
 
     class SalonPaintEnv:
         def __init__(self):
@@ -79,7 +79,7 @@ def build_dataset(env_url: str, subjects: list[str], repeat: int):
     """One row per (subject, seed): the server's prompt for it, and the seed TRL passes back to reset."""
     from datasets import Dataset
 
-    from salon.train.env_client import PaintEnvClient
+    from salon.train.env.client import PaintEnvClient
 
     rows = []
     with PaintEnvClient(env_url) as env:
@@ -96,7 +96,7 @@ def train(env_url: str, model: str, output_dir: str, subjects: list[str], repeat
     from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from salon.train.tiny import is_tiny, resolve_model
+    from salon.models.tiny import is_tiny, resolve_model
 
     out = Path(output_dir)
     path = resolve_model(model, out / "tiny-policy")

@@ -24,11 +24,11 @@ class EvalConfig:
     samples: int = 4  # paintings per prompt and checkpoint
     every: int = 0  # 0: every kept checkpoint; N: steps that are multiples of N (and the last)
     base: bool = True  # the base policy (step 0) too: where a rise is measured from
-    oracles: list[str] = field(default_factory=list)  # specs, salon.train.eval_oracles
+    oracles: list[str] = field(default_factory=list)  # specs, salon.train.eval.oracles
     resume: bool = False  # keep checkpoints already evaluated with these same settings
     seed: int = 0  # the eval's own seed: render seeds and sampling, never the training ones
     grid_columns: int = 8  # prompt-and-seed columns of the checkpoint grid
-    # alarms (salon.train.eval_report): at a checkpoint whose proxy is above an earlier one's by
+    # alarms (salon.train.eval.report): at a checkpoint whose proxy is above an earlier one's by
     # proxy_rise while a measure is worse than there by more than its tolerance
     proxy_rise: float = 0.02
     oracle_drop: float = 0.05  # relative fall of an oracle's mean

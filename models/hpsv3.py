@@ -31,10 +31,10 @@ import torch
 from torch import nn
 from transformers import Qwen2VLForConditionalGeneration
 
-from salon.judges.hpsv3 import CHECKPOINT
-from salon.judges.hpsv3_prompt import REWARD_TOKEN
+from salon.models.hpsv3_prompt import REWARD_TOKEN
 from salon.pool.errors import JudgeError
 
+CHECKPOINT = "HPSv3.safetensors"  # the one released file
 # old flat prefix -> transformers 5.x prefix; lm_head.* and rm_head.* keep their names
 RELEASED_PREFIXES = (("visual.", "model.visual."), ("model.", "model.language_model."))
 # the same renaming for from_pretrained, which applies every pattern in turn: the lookahead keeps
@@ -115,6 +115,23 @@ def _layout_problem(file_keys, expected) -> str | None:
         hint = (" The file uses the transformers 5.x names (model.language_model.*); the released "
                 "HPSv3.safetensors uses the 4.45 names (model.*, visual.*).")
     return "; ".join(parts) + "." + hint
+
+
+def released_paths(model: str, base: str | None) -> tuple[Path, str]:
+    """(HPSv3.safetensors, the base folder or Hub id) of a checkpoint folder, or what to download."""
+    path = Path(model)
+    checkpoint = path if path.suffix == ".safetensors" else path / CHECKPOINT
+    if not checkpoint.is_file():
+        raise JudgeError(f"no {CHECKPOINT} at {model}: download it (hf download MizzenAI/HPSv3 "
+                         f"{CHECKPOINT} --local-dir {path}), or give the URL of an HPSv3 service")
+    if base is None:
+        folder = checkpoint.parent
+        found = [f for f in (folder / "base", folder) if (f / "config.json").is_file()]
+        if not found:
+            raise JudgeError(f"no Qwen2-VL config beside {checkpoint}: hf download Qwen/Qwen2-VL-7B-Instruct "
+                             f'--exclude "*.safetensors" --local-dir {folder / "base"} (or pass base=)')
+        base = str(found[0])
+    return checkpoint, base
 
 
 def load_config(checkpoint: Path, base: str):
@@ -237,3 +254,23 @@ def save_released(folder: str | Path, text: dict, vision: dict, tokenizer, image
     save_file(state, str(tmp), metadata={"format": "pt"})
     os.replace(tmp, folder / CHECKPOINT)  # the file's presence means the build finished
     return folder
+
+
+def build_hpsv3(folder: str | Path, text: dict, vision: dict, vocab_rows: int | None = None,
+                device: str = "cpu") -> Path:
+    """A random HPSv3 (seed 0) with the chat-template tokenizer, in the released checkpoint layout.
+    `text` needs vocab_size (default: the tokenizer's) and mrope_section; `vocab_rows` is the
+    checkpoint's embedding rows (default: the tokenizer plus <|Reward|>)."""
+    from transformers import Qwen2VLImageProcessor
+
+    from salon.models.hpsv3_prompt import INSTRUCTION, TAIL
+    from salon.models.tokenizer import chat_tokenizer
+
+    folder = Path(folder)
+    if (folder / CHECKPOINT).exists():
+        return folder
+    tok = chat_tokenizer((INSTRUCTION, TAIL), vocab_size=1200)  # the rubric costs about what it costs in Qwen
+    # Qwen2-VL-7B-Instruct's published bounds (3136..12845056 pixels): HPSv3's 420 px images are not resized again
+    image_processor = Qwen2VLImageProcessor(min_pixels=3136, max_pixels=12845056)
+    return save_released(folder, {"vocab_size": len(tok), **text}, vision, tok, image_processor,
+                         vocab_rows=vocab_rows, device=device)

@@ -86,7 +86,7 @@ class Oracle:
 
     def __init__(self, spec: OracleSpec, run_dir: Path, train_cfg, run_references=None):
         from salon.judges.registry import load_judge
-        from salon.train.tiny import is_tiny, resolve_model
+        from salon.models.tiny import is_tiny, resolve_model
 
         self.spec = spec
         kwargs = dict(spec.kwargs)
@@ -102,7 +102,7 @@ class Oracle:
     @staticmethod
     def _references(source: str, run_dir: Path):
         from salon.judges.references import load_references
-        from salon.train.tiny import resolve_references
+        from salon.models.tiny import resolve_references
 
         return load_references(resolve_references(source, run_dir / "eval" / "tiny-refs"))
 

@@ -23,7 +23,7 @@ class CheckpointPolicy:
         import torch
         from transformers import AutoTokenizer
 
-        from salon.train.tiny import resolve_model
+        from salon.models.tiny import resolve_model
 
         self.cfg = train_cfg
         self.base_path = resolve_model(train_cfg.policy.model, Path(run_dir) / "tiny-policy")

@@ -9,7 +9,7 @@ on a GPU node that cannot download weights.
 A random model costs what the real one costs (same layers, widths, vocabulary, image tokens),
 so step times, memory and throughput measured with it hold for the real checkpoint; what it
 writes is noise. The config values are those of the published config.json files. The tokenizer
-is a small byte-level BPE with Qwen's special tokens (salon.train.tiny): it decodes every id
+is a small byte-level BPE with Qwen's special tokens (salon.models.tiny): it decodes every id
 it knows and drops the rest, so a random policy's completions decode to short noise and never
 pass the gate. Weights are drawn with seed 0 on the GPU when there is one, stored in bf16 with
 `save_pretrained` and loaded back through the Auto classes like any checkpoint; an existing
@@ -63,7 +63,7 @@ def resolve_random(spec: str, folder: Path, shape: dict | tuple | None = None) -
     folder = Path(folder)
     arch, values = SHAPES[name]
     if arch == "hpsv3":
-        from salon.train.tiny import build_hpsv3
+        from salon.models.hpsv3 import build_hpsv3
 
         more_text, more_vision = shape or ({}, {})
         return str(build_hpsv3(folder, {**values[0], **more_text}, {**values[1], **more_vision},
@@ -89,7 +89,7 @@ def _build_causal_lm(folder: Path, values: dict) -> None:
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    from salon.train.tiny import chat_tokenizer
+    from salon.models.tokenizer import chat_tokenizer
 
     tok = chat_tokenizer()
     device, dtype = _device_and_dtype()
@@ -107,7 +107,7 @@ def _build_vl(folder: Path, text: dict, vision: dict) -> None:
     from transformers import (Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor,
                               Qwen2VLImageProcessor, Qwen2VLVideoProcessor)
 
-    from salon.train.tiny import CHAT_TEMPLATE, SPECIALS, chat_tokenizer
+    from salon.models.tokenizer import CHAT_TEMPLATE, SPECIALS, chat_tokenizer
 
     tok = chat_tokenizer()
     ids = {t: tok.convert_tokens_to_ids(t) for t in SPECIALS}

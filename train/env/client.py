@@ -21,7 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from salon.curate.sandbox.render import RenderResult
 from salon.curate.sandbox.backend import render_many, resolve
-from salon.train.env_models import PaintAction, PaintObservation
+from salon.train.env.wire import PaintAction, PaintObservation
 
 
 class PaintEnvClient:

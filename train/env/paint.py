@@ -5,7 +5,7 @@
     obs = env.reset(seed=7, subject="koi")               # prompt messages + references for seed 7
     obs = env.step(PaintAction(reply=text))              # reward, components, violations, PNG; done
 
-    salon env serve                                      # the server (salon.train.env_server)
+    salon env serve                                      # the server (salon.train.env.server)
 
 One episode is one painting (a single step). step() extracts the sketch from the reply, gates
 it, renders it on the configured backend (local browsers or a Ray cluster) and judges it:
@@ -43,7 +43,7 @@ from salon.curate.sandbox.backend import BackendConfig, open_backend
 from salon.judges.winrate import draw_references, group_seed, judge_group
 from salon.pool.errors import ConfigError
 from salon.train.config import RewardSettings
-from salon.train.env_models import PaintAction, PaintObservation, PaintState
+from salon.train.env.wire import PaintAction, PaintObservation, PaintState
 
 PAIRWISE = ("transformers", "openai")
 COMPONENTS = ("gate", "length", "judge")
@@ -103,7 +103,7 @@ class Painter:
 
         from salon.judges.references import load_references
         from salon.judges.registry import judge_for, load_judge
-        from salon.train.tiny import resolve_model, resolve_references
+        from salon.models.tiny import resolve_model, resolve_references
 
         self.config = c = config or EnvConfig()
         cache = Path(c.cache_dir)

@@ -18,7 +18,7 @@ A rendered rollout is flagged when (each measure shared with the rest of salon):
 
 The flagged rollouts are ranked by reward, highest first: a hack the reward loves is the one to
 see first (the reward-hacking preprint's advice). A person marks each hack or fine in the app
-(`salon app --run RUN_DIR`, Suspects tab); marks live in RUN_DIR/reviews.db (salon.train.reviews)
+(`salon app --run RUN_DIR`, Suspects tab); marks live in RUN_DIR/reviews.db (salon.train.eval.reviews)
 and `salon audit` reports the share marked as hacks.
 """
 

@@ -10,7 +10,7 @@ Anything not starting with `tiny:` is returned unchanged (a folder or Hub id). T
 random (seed 0), real transformers classes saved with `save_pretrained` and loaded back with the
 Auto classes, exactly as a real checkpoint would be; `smoke.yaml` uses them. HPSv3 is saved as
 it was released instead (HPSv3.safetensors in the transformers 4.45 key layout beside base/ with
-the Qwen2-VL config and processor: salon.judges.hpsv3_model.save_released) and loads through
+the Qwen2-VL config and processor: salon.models.hpsv3.save_released) and loads through
 salon's HPSv3 loader. Builders are idempotent: an existing folder is reused.
 """
 
@@ -18,23 +18,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from salon.models.tokenizer import CHAT_TEMPLATE, SPECIALS, chat_tokenizer
 from salon.pool.errors import ConfigError
 
-SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
-            "<|image_pad|>", "<|video_pad|>"]
-CHAT_TEMPLATE = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
-    "{% if message['content'] is string %}{{ message['content'] }}"
-    "{% else %}{% for item in message['content'] %}"
-    "{% if item['type'] == 'image' or 'image' in item %}<|vision_start|><|image_pad|><|vision_end|>"
-    "{% elif item['type'] == 'text' %}{{ item['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n"
-    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-# byte-level BPE over every byte: each ASCII character (in particular "A" and "B") is one token
-CORPUS = ["Painting A: Painting B: Which is the better watercolour painting? Answer with one letter, A or B.",
-          "A watercolour of a peach hibiscus, loose washes, soft edges, a fully painted canvas.",
-          "You are a careful art critic. Compare composition, colour, brushwork and finish.",
-          "The quick brown fox jumps over the lazy dog. 0123456789 user assistant system"]
 POLICY_ARCHS = ("qwen2", "qwen3")
 JUDGE_ARCHS = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
 SCORER_ARCHS = ("hpsv3",)
@@ -49,26 +35,9 @@ def is_tiny(spec: str | None) -> bool:
     return bool(spec) and str(spec).startswith("tiny:")
 
 
-def chat_tokenizer(extra_corpus: tuple[str, ...] = (), vocab_size: int = 400):
-    """A small byte-level BPE with Qwen's special tokens and chat template (tiny and random: models).
-    Trained on `extra_corpus` too, a long fixed prompt tokenizes to about its word count, near
-    what Qwen's 151k-token BPE charges for English."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIALS, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator((CORPUS + list(extra_corpus)) * 4, trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                   additional_special_tokens=SPECIALS[1:], chat_template=CHAT_TEMPLATE)
-
-
 def resolve_model(spec: str, folder: Path) -> str:
     """A loadable model path: `spec` itself, or a tiny (or `random:` real-shaped) model built into `folder`."""
-    from salon.train.shapes import is_random, resolve_random
+    from salon.models.shapes import is_random, resolve_random
 
     if is_random(spec):
         return resolve_random(spec, folder)
@@ -77,6 +46,8 @@ def resolve_model(spec: str, folder: Path) -> str:
     arch = spec.split(":", 1)[1]
     folder = Path(folder)
     if arch in SCORER_ARCHS:
+        from salon.models.hpsv3 import build_hpsv3
+
         return str(build_hpsv3(folder, TINY_HPSV3_TEXT, TINY_HPSV3_VISION))
     if (folder / "config.json").exists():
         return str(folder)
@@ -160,27 +131,6 @@ def build_vl(folder: str | Path, arch: str = "qwen2_5_vl", seed: int = 0) -> Pat
     Processor(image_processor=Qwen2VLImageProcessor(temporal_patch_size=2, **sizes), tokenizer=tok,
               video_processor=video, chat_template=CHAT_TEMPLATE).save_pretrained(folder)
     return folder
-
-
-def build_hpsv3(folder: str | Path, text: dict, vision: dict, vocab_rows: int | None = None,
-                device: str = "cpu") -> Path:
-    """A random HPSv3 (seed 0) with the chat-template tokenizer, in the released checkpoint layout.
-    `text` needs vocab_size (default: the tokenizer's) and mrope_section; `vocab_rows` is the
-    checkpoint's embedding rows (default: the tokenizer plus <|Reward|>)."""
-    from transformers import Qwen2VLImageProcessor
-
-    from salon.judges.hpsv3 import CHECKPOINT
-    from salon.judges.hpsv3_model import save_released
-    from salon.judges.hpsv3_prompt import INSTRUCTION, TAIL
-
-    folder = Path(folder)
-    if (folder / CHECKPOINT).exists():
-        return folder
-    tok = chat_tokenizer((INSTRUCTION, TAIL), vocab_size=1200)  # the rubric costs about what it costs in Qwen
-    # Qwen2-VL-7B-Instruct's published bounds (3136..12845056 pixels): HPSv3's 420 px images are not resized again
-    image_processor = Qwen2VLImageProcessor(min_pixels=3136, max_pixels=12845056)
-    return save_released(folder, {"vocab_size": len(tok), **text}, vision, tok, image_processor,
-                         vocab_rows=vocab_rows, device=device)
 
 
 def resolve_references(spec: str, folder: Path) -> str:

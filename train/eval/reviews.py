@@ -44,7 +44,7 @@ MIGRATIONS = [
         seed INTEGER NOT NULL,
         left_step INTEGER NOT NULL,          -- the checkpoint shown on the left of the screen
         right_step INTEGER NOT NULL,
-        left_sample TEXT NOT NULL,           -- eval sample ids (salon.train.eval_dataset)
+        left_sample TEXT NOT NULL,           -- eval sample ids (salon.train.eval.dataset)
         right_sample TEXT NOT NULL,
         winner TEXT NOT NULL CHECK (winner IN ('left', 'right', 'tie')),
         labeler TEXT NOT NULL CHECK (length(labeler) > 0),
@@ -52,7 +52,7 @@ MIGRATIONS = [
     );
     CREATE TABLE suspect_marks (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        rollout_id TEXT NOT NULL,            -- salon.train.suspects.rollout_id
+        rollout_id TEXT NOT NULL,            -- salon.train.eval.suspects.rollout_id
         step INTEGER NOT NULL,
         subject TEXT,
         reward REAL,

@@ -16,8 +16,8 @@ from __future__ import annotations
 import functools
 import logging
 
-from salon.train.env_models import PaintAction, PaintObservation, PaintState
-from salon.train.env_paint import EnvConfig, Painter, PaintEnvironment
+from salon.train.env.wire import PaintAction, PaintObservation, PaintState
+from salon.train.env.paint import EnvConfig, Painter, PaintEnvironment
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ def serve(config: EnvConfig | None = None, host: str = "127.0.0.1", port: int = 
 
 
 def app_from_environment():
-    """`uvicorn salon.train.env_server:app_from_environment --factory` (the Docker image's entry):
+    """`uvicorn salon.train.env.server:app_from_environment --factory` (the Docker image's entry):
     the config comes from SALON_ENV_* variables (JUDGE, JUDGE_MODEL, REFS, MAX_SESSIONS, RAY)."""
     import os
 

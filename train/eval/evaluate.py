@@ -5,17 +5,17 @@
 
 For the base policy and every kept checkpoint (or every `--every N` steps), in this order:
 
-1. generate: `samples` replies per held-out prompt with the run's sampling (salon.train.eval_generate);
+1. generate: `samples` replies per held-out prompt with the run's sampling (salon.train.eval.generate);
 2. render, gate and score with the run's own reward, recomputed from RUN_DIR/salon_train.yaml with
    its pinned references: the same RewardAdapter and Scorer as training (salon.train.reward), so
    the proxy is exactly what the policy optimised. Each prompt faces one reference draw for every
    checkpoint, and sample k of a prompt renders with the same seed at every checkpoint;
-3. score the paintings that passed the gate with each oracle (salon.train.eval_oracles), and
+3. score the paintings that passed the gate with each oracle (salon.train.eval.oracles), and
    measure colourfulness; coverage and blank share come with the render;
-4. write the checkpoint's shard to RUN_DIR/eval/data/ (salon.train.eval_dataset).
+4. write the checkpoint's shard to RUN_DIR/eval/data/ (salon.train.eval.dataset).
 
-Then the report (salon.train.eval_report; RUN_DIR/eval/report.json), the figures
-(salon.train.eval_plots; RUN_DIR/eval/plots/) and the blind human choices of RUN_DIR/reviews.db,
+Then the report (salon.train.eval.report; RUN_DIR/eval/report.json), the figures
+(salon.train.eval.plots; RUN_DIR/eval/plots/) and the blind human choices of RUN_DIR/reviews.db,
 exported to RUN_DIR/eval/choices.parquet. With `resume`, a checkpoint whose shard was made with
 the same settings is kept as it is. A smoke run's config (`smoke:`) swaps example sketches in
 here as it did in training: its paintings then say nothing about the policy.
@@ -29,9 +29,9 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from salon.train.eval_config import EvalConfig, eval_subjects
-from salon.train.eval_dataset import EvalDataset, fingerprint, sample_id
-from salon.train.eval_oracles import Oracle, check_specs, parse_oracle
+from salon.train.eval.config import EvalConfig, eval_subjects
+from salon.train.eval.dataset import EvalDataset, fingerprint, sample_id
+from salon.train.eval.oracles import Oracle, check_specs, parse_oracle
 from salon.train.rollout import prompt_key
 
 log = logging.getLogger(__name__)
@@ -105,7 +105,7 @@ class Evaluator:
 
     def __init__(self, train_cfg, run_dir: Path, config: EvalConfig, subjects, specs):
         from salon.curate.prompts import paint_messages
-        from salon.train.eval_generate import CheckpointPolicy
+        from salon.train.eval.generate import CheckpointPolicy
         from salon.train.recipe import build_judge, build_references, build_render_backend, build_scorer
         from salon.train.reward import RewardAdapter
         from salon.train.smoke import ExampleSketches
@@ -181,9 +181,9 @@ def evaluate(config: EvalConfig, progress: bool = True) -> dict:
     from tqdm.auto import tqdm
 
     from salon.train.config import load_config
-    from salon.train.eval_plots import plot_all
-    from salon.train.eval_report import build_report
-    from salon.train.reviews import Reviews
+    from salon.train.eval.plots import plot_all
+    from salon.train.eval.report import build_report
+    from salon.train.eval.reviews import Reviews
 
     run = Path(config.run_dir)
     train_cfg = load_config(run / "salon_train.yaml")
