@@ -3,7 +3,7 @@
 Every `import salon...` counts, function-local ones and `importlib.import_module("salon...")`
 too: a cycle hidden in a function is still a cycle. The floors, lowest first:
 
-    pool                  the store and the errors every floor raises
+    pool                  the store, the errors every floor raises, the config field checks
     curate, models        generation and rendering; the models built or loaded by name
     judges                stands on models (HPSv3's network, tiny: judges)
     train                 the trainer, train/eval, train/env

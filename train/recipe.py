@@ -23,6 +23,7 @@ needs them and holds no logic of its own beyond that.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sys
@@ -160,8 +161,6 @@ def build_render_backend(cfg: TrainConfig, processes: int = 1):
     """The reward's renderer as cfg.render.backend says; anything with submit(code, seed) ->
     Future[RenderResult] and close(). Ray actors come up here (a local cluster starts); local worker
     processes and environment sessions start on first use (or `start()`)."""
-    from salon.curate.sandbox.render import RenderConfig
-
     r = cfg.render
     check_render_backend(cfg, processes)
     if r.backend == "env":
@@ -172,15 +171,13 @@ def build_render_backend(cfg: TrainConfig, processes: int = 1):
         from salon.curate.sandbox.backend import BackendConfig, open_backend
 
         # browsers=0 means one per two cores of the *node*; an actor only owns its reserved CPUs
-        browsers = r.browsers or max(1, int(r.cpus_per_actor // 2))
+        browsers = r.sandbox.browsers or max(1, int(r.cpus_per_actor // 2))
         return open_backend(BackendConfig(backend="ray", address=r.ray_address, actors=r.actors,
                                           cpus_per_actor=r.cpus_per_actor),
-                            RenderConfig(browsers=browsers, timeout_s=r.timeout_s, gpu=r.gpu, gl=r.gl,
-                                         text_check=r.text_check))
+                            dataclasses.replace(r.sandbox, browsers=browsers))
     from salon.train.render_workers import RenderPool
 
-    return RenderPool(RenderConfig(browsers=r.browsers, timeout_s=r.timeout_s, gpu=r.gpu, gl=r.gl, text_check=r.text_check),
-                      workers=r.workers)
+    return RenderPool(r.sandbox, workers=r.workers)
 
 
 # ---- 4. trainer ------------------------------------------------------------------------------------

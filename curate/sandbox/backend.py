@@ -25,10 +25,10 @@ import importlib
 import threading
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
-from typing import Iterable, Protocol, runtime_checkable
+from typing import Annotated, Iterable, Literal, Protocol, runtime_checkable
 
 from salon.curate.sandbox.render import RenderConfig, RenderResult, Renderer
-from salon.pool.errors import ConfigError
+from salon.pool.field_checks import at_least, field_problems, positive, raise_problems
 
 BACKENDS = ("local", "ray")
 
@@ -48,26 +48,19 @@ class RenderBackend(Protocol):
 
 @dataclass
 class BackendConfig:
-    backend: str = "local"  # local | ray
+    backend: Literal[BACKENDS] = "local"
     address: str = "local"  # ray: a cluster address (ray://host:10001, host:6379, auto) or local
-    actors: int = 0  # ray: actors (each owns RenderConfig.browsers browsers); 0 = one per 2 cluster CPUs
-    cpus_per_actor: float = 2.0  # ray: CPUs reserved per actor (one SwiftShader render keeps ~1.8 busy)
-    local_cpus: int = 0  # ray, address=local: CPUs the local cluster offers; 0 = all of this machine
+    # ray: actors (each owns RenderConfig.browsers browsers); 0 = one per 2 cluster CPUs
+    actors: Annotated[int, at_least(0), "0 = one per two cluster CPUs"] = 0
+    cpus_per_actor: Annotated[float, positive] = 2.0  # ray: CPUs reserved per actor (one SwiftShader render keeps ~1.8 busy)
+    # ray, address=local: CPUs the local cluster offers; 0 = all of this machine
+    local_cpus: Annotated[int, at_least(0), "0 = all"] = 0
 
     def __post_init__(self):
-        p = []
-        if self.backend not in BACKENDS:
-            p.append(f"backend={self.backend!r}: use one of {', '.join(BACKENDS)}")
-        if self.actors < 0:
-            p.append(f"actors={self.actors}: 0 (one per two cluster CPUs) or more")
-        if self.cpus_per_actor <= 0:
-            p.append(f"cpus_per_actor={self.cpus_per_actor}: must be positive")
-        if self.local_cpus < 0:
-            p.append(f"local_cpus={self.local_cpus}: 0 (all) or more")
+        p = field_problems(self)
         if self.backend == "ray" and not self.address:
             p.append("address is empty: give a Ray address (host:6379, ray://host:10001, auto) or local")
-        if p:
-            raise ConfigError(p, "render backend")
+        raise_problems("render backend", p)
 
 
 def open_backend(config: BackendConfig, render: RenderConfig | None = None) -> RenderBackend:
