@@ -2,7 +2,7 @@
 
 Gradio's event round-trip (queue, SSE, re-render) is too slow between two keypresses, so the
 label and compare views talk to these plain FastAPI routes from their own JS
-(`app_static/salon.js`), mounted on the same server as the Gradio app:
+(`app_static/*.js`), mounted on the same server as the Gradio app:
 
     GET  /salon/api/me                     {user, models, subjects}
     POST /salon/api/queue   {view, model, subject, rejects, duplicates}

@@ -1,7 +1,8 @@
 """The label and compare views of the curation app, and their named Gradio API endpoints.
 
-Both views are a `gr.HTML` shell that `app_static/salon.js` fills and drives from the keyboard
-through the JSON routes of `app_api` (the hot path never waits on Gradio). Keys, label view:
+Both views are a `gr.HTML` shell that `app_static/` fills and drives from the keyboard (salon.js
+what they share, salon_label.js and salon_compare.js one view each) through the JSON routes of
+`app_api` (the hot path never waits on Gradio). Keys, label view:
 1 love, 2 okay, 3 nope, s skip, u or Backspace undo, left/right move. Compare view: left
 arrow or a = left, right arrow or d = right, t or down arrow = tie, n = new pair; with
 `--run RUN_DIR` its mode menu also offers that run's checkpoints, blind (app_checkpoints).
@@ -55,8 +56,11 @@ COMPARE_HTML = """
 </div>
 """
 
+# salon.js first: the views' files draw on what it shares (Gradio adds head scripts in order)
 HEAD = ('<link rel="stylesheet" href="/salon/static/salon.css">'
-        '<script src="/salon/static/salon.js"></script>')
+        '<script src="/salon/static/salon.js"></script>'
+        '<script src="/salon/static/salon_label.js"></script>'
+        '<script src="/salon/static/salon_compare.js"></script>')
 
 
 def label_view() -> None:

@@ -88,7 +88,7 @@ def measure(engine: str, model, decoder, prompts, gen, device) -> tuple[int, flo
     """(tokens produced, seconds of the timed call, seconds of the first call when it compiles)."""
     import torch
 
-    from salon.train.recipe import trainable_dtypes_kept
+    from salon.train.engines import trainable_dtypes_kept
 
     first = None
     decoder = decoder.get(engine) if isinstance(decoder, dict) else decoder

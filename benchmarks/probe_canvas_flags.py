@@ -23,7 +23,8 @@ import argparse
 import asyncio
 import json
 
-from bench_render import EXAMPLES, HEAVY, LIGHT, rate_row
+from render_gpu_rows import rate_row
+from render_ways import EXAMPLES, HEAVY, LIGHT
 from gpu_render_checks import gaps
 
 from salon.curate.sandbox.render import Renderer, RenderConfig

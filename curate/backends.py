@@ -21,10 +21,11 @@ import random
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Annotated, Protocol, runtime_checkable
 
 from salon.curate.prompts import Message
 from salon.pool.errors import BackendError, ConfigError
+from salon.pool.field_checks import at_least, field_problems, positive, raise_problems
 
 # Registered backends, imported lazily so `hf` does not import torch unless it is used.
 REGISTRY: dict[str, str] = {
@@ -82,27 +83,15 @@ class Backend(Protocol):
 class BackendConfig:
     base_url: str | None = None      # openai: falls back to OPENAI_BASE_URL
     api_key: str | None = None       # openai: falls back to OPENAI_API_KEY
-    concurrency: int = 4             # calls in flight per backend
-    timeout_s: float = 180.0         # per attempt
-    retries: int = 2                 # attempts after the first
-    backoff_s: float = 2.0           # first retry waits about this long, then doubles
-    max_reply_chars: int = 200_000   # a sketch is never this long; longer replies are cut
+    concurrency: Annotated[int, at_least(1)] = 4           # calls in flight per backend
+    timeout_s: Annotated[float, positive] = 180.0          # per attempt
+    retries: Annotated[int, at_least(0)] = 2               # attempts after the first
+    backoff_s: Annotated[float, at_least(0)] = 2.0         # first retry waits about this long, then doubles
+    max_reply_chars: Annotated[int, at_least(1000)] = 200_000  # a sketch is never this long; longer replies are cut
     device: str | None = None        # hf: "cpu", "cuda", ...; default picks cuda when present
 
     def __post_init__(self):
-        problems = []
-        if self.concurrency < 1:
-            problems.append(f"concurrency must be at least 1, got {self.concurrency}")
-        if self.timeout_s <= 0:
-            problems.append(f"timeout_s must be positive, got {self.timeout_s}")
-        if self.retries < 0:
-            problems.append(f"retries must be 0 or more, got {self.retries}")
-        if self.backoff_s < 0:
-            problems.append(f"backoff_s must be 0 or more, got {self.backoff_s}")
-        if self.max_reply_chars < 1000:
-            problems.append(f"max_reply_chars must be at least 1000, got {self.max_reply_chars}")
-        if problems:
-            raise ConfigError(problems, where="backend config")
+        raise_problems("backend config", field_problems(self))
 
 
 def parse_spec(spec: str) -> tuple[str, str]:

@@ -21,13 +21,13 @@ import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Annotated, Sequence
 
 from PIL import Image
 
 from salon.judges.prompt import PAIRWISE_PROMPT, PairwisePrompt
 from salon.judges.verdict import Reference, Verdict, png_base64, verdict_from_orders
-from salon.pool.errors import ConfigError
+from salon.pool.field_checks import Range, at_least, field_problems, positive, raise_problems
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
@@ -67,29 +67,18 @@ class OpenAIJudgeConfig:
     base_url: str  # up to and including /v1
     model: str | None = None  # None: the first model the server lists
     api_key_env: str = "OPENAI_API_KEY"  # environment variable holding the key (HF_TOKEN for Providers)
-    timeout_s: float = 120.0
-    attempts: int = 3
-    backoff_s: float = 1.0
-    concurrency: int = 8
-    top_logprobs: int = 20
+    timeout_s: Annotated[float, positive] = 120.0
+    attempts: Annotated[int, at_least(1)] = 3
+    backoff_s: Annotated[float, at_least(0)] = 1.0
+    concurrency: Annotated[int, at_least(1)] = 8
+    top_logprobs: Annotated[int, Range(0, 20), "what the API allows"] = 20
     logprobs: bool = True
 
     def __post_init__(self):
-        problems = []
+        problems = field_problems(self)
         if not self.base_url.startswith(("http://", "https://")):
             problems.append(f"base_url={self.base_url!r}: give the server's URL, e.g. http://127.0.0.1:8000/v1")
-        if self.timeout_s <= 0:
-            problems.append(f"timeout_s={self.timeout_s}: must be positive")
-        if self.attempts < 1:
-            problems.append(f"attempts={self.attempts}: must be at least 1")
-        if self.backoff_s < 0:
-            problems.append(f"backoff_s={self.backoff_s}: must be 0 or more")
-        if self.concurrency < 1:
-            problems.append(f"concurrency={self.concurrency}: must be at least 1")
-        if not 0 <= self.top_logprobs <= 20:
-            problems.append(f"top_logprobs={self.top_logprobs}: the API allows 0 to 20")
-        if problems:
-            raise ConfigError(problems, "OpenAIJudgeConfig")
+        raise_problems("OpenAIJudgeConfig", problems)
         self.base_url = self.base_url.rstrip("/")
 
 

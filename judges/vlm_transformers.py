@@ -17,13 +17,14 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Annotated, Literal, Sequence
 
 from PIL import Image
 
 from salon.judges.prompt import PAIRWISE_PROMPT, PairwisePrompt
 from salon.judges.verdict import Reference, Verdict, as_rgb, verdict_from_orders
-from salon.pool.errors import ConfigError, JudgeError
+from salon.pool.errors import JudgeError
+from salon.pool.field_checks import at_least, field_problems, raise_problems
 
 log = logging.getLogger(__name__)
 
@@ -35,32 +36,20 @@ DTYPES = ("auto", "bfloat16", "float16", "float32")
 class TransformersJudgeConfig:
     model: str
     device: str = "auto"  # "auto": cuda when available, else cpu
-    dtype: str = "auto"  # "auto": bfloat16 on cuda, float32 on cpu
+    dtype: Literal[DTYPES] = "auto"  # "auto": bfloat16 on cuda, float32 on cpu
     attn_implementation: str = "sdpa"
-    sharing: str = "auto"  # prefix sharing: "auto" uses it where the architecture supports it
-    max_batch_tokens: int = 32768  # tokens per forward pass (bounds activation memory)
-    max_pixels: int | None = None  # override the processor's image size bound
-    reference_cache: int = 512  # encoded reference images kept between calls
-    prefix_cache: int = 64  # references' prompt prefixes (their LM key/value caches) kept between calls
+    sharing: Literal[SHARING] = "auto"  # prefix sharing: "auto" uses it where the architecture supports it
+    max_batch_tokens: Annotated[int, at_least(1)] = 32768  # tokens per forward pass (bounds activation memory)
+    max_pixels: Annotated[int | None, at_least(28 * 28)] = None  # override the processor's image size bound
+    reference_cache: Annotated[int, at_least(0)] = 512  # encoded reference images kept between calls
+    # references' prompt prefixes (their LM key/value caches) kept between calls
+    prefix_cache: Annotated[int, at_least(0)] = 64
 
     def __post_init__(self):
-        problems = []
+        problems = field_problems(self)
         if not self.model:
             problems.append("model is empty: give a local folder or a Hub id")
-        if self.sharing not in SHARING:
-            problems.append(f"sharing={self.sharing!r}: use one of {', '.join(SHARING)}")
-        if self.dtype not in DTYPES:
-            problems.append(f"dtype={self.dtype!r}: use one of {', '.join(DTYPES)}")
-        if self.max_batch_tokens < 1:
-            problems.append(f"max_batch_tokens={self.max_batch_tokens}: must be positive")
-        if self.max_pixels is not None and self.max_pixels < 28 * 28:
-            problems.append(f"max_pixels={self.max_pixels}: must be at least 784")
-        if self.reference_cache < 0:
-            problems.append(f"reference_cache={self.reference_cache}: must be 0 or more")
-        if self.prefix_cache < 0:
-            problems.append(f"prefix_cache={self.prefix_cache}: must be 0 or more")
-        if problems:
-            raise ConfigError(problems, "TransformersJudgeConfig")
+        raise_problems("TransformersJudgeConfig", problems)
 
 
 class TransformersPairwiseJudge:

@@ -273,7 +273,8 @@ def test_what_does_not_fit_is_refused_with_what_to_do():
 
 def test_config_exposes_the_generation_batch(tmp_path):
     from salon.train.config import config_from_dict
-    from salon.train.recipe import generation_engine, grpo_args, resolve_generation
+    from salon.train.engines import generation_engine, resolve_generation
+    from salon.train.recipe import grpo_args
 
     cfg = config_from_dict({"grpo": {"use_cpu": True, "bf16": False, "num_generations": 8,
                                      "per_device_train_batch_size": 8, "gradient_accumulation_steps": 8,

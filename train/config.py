@@ -3,8 +3,10 @@
     cfg = load_config("train/configs/smoke.yaml", overrides=["grpo.max_steps=3", "output_dir=runs/x"])
     cfg.grpo.beta, cfg.judge.references, cfg.reward.weights ...
 
-Every section checks itself in `__post_init__` (the two largest in their own files: `grpo:` in
-config_grpo.py, `render:` in config_render.py); `load_config` builds all sections, collects the
+Every section checks itself on construction: its fields' bounds and choices are declared on their
+annotations (salon.pool.field_checks), the checks between fields are written out in `__post_init__`
+(the two largest sections in their own files: `grpo:` in config_grpo.py, `render:`, which is the
+sandbox's RenderConfig plus where training renders, in config_render.py); `load_config` builds all sections, collects the
 problems of every one of them (and unknown keys, and bad override syntax), and raises one
 `ConfigError` listing them all. Overrides are `dotted.key=value`, the value read as YAML
 (`grpo.beta=0.01`, `data.subjects=[koi, peony]`, `judge.kwargs.device=cuda`).
@@ -20,9 +22,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Annotated, Literal
 
 from salon.pool.errors import ConfigError
-from salon.train.config_checks import raise_problems
+from salon.pool.field_checks import Range, at_least, field_problems, positive, raise_problems, share
 from salon.train.config_grpo import GRPOSettings
 from salon.train.config_render import RenderSettings
 
@@ -34,50 +37,39 @@ DEFAULT_WEIGHTS = {"gate": 0.05, "length": 0.05, "judge": 0.9}
 @dataclass
 class PolicyConfig:
     model: str = "tiny:qwen3"  # folder, Hub id, or tiny:qwen2|qwen3
-    dtype: str = "auto"  # auto: bfloat16 on GPU, float32 on CPU
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"  # auto: bfloat16 on GPU, float32 on CPU
     attn_implementation: str = "sdpa"
     enable_thinking: bool = False  # passed to the chat template (Qwen3)
 
     def __post_init__(self):
-        p = []
+        p = field_problems(self, "policy.")
         if not self.model:
             p.append("policy.model is empty: give a folder, a Hub id or tiny:qwen3")
-        if self.dtype not in ("auto", "bfloat16", "float16", "float32"):
-            p.append(f"policy.dtype={self.dtype!r}: use auto, bfloat16, float16 or float32")
         raise_problems("policy", p)
 
 
 @dataclass
 class LoraSettings:
     enabled: bool = True
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.0
+    r: Annotated[int, at_least(1)] = 16
+    alpha: Annotated[int, positive] = 32
+    dropout: Annotated[float, Range(0, 1, hi_open=True)] = 0.0
     target_modules: str | list[str] = "all-linear"  # the prior art's hand list hit 10 of 40 layers
 
     def __post_init__(self):
-        p = []
-        if self.r < 1:
-            p.append(f"lora.r={self.r}: must be at least 1")
-        if self.alpha <= 0:
-            p.append(f"lora.alpha={self.alpha}: must be positive")
-        if not 0 <= self.dropout < 1:
-            p.append(f"lora.dropout={self.dropout}: must be in [0, 1)")
-        raise_problems("lora", p)
+        raise_problems("lora", field_problems(self, "lora."))
 
 
 @dataclass
 class DataSettings:
     subjects: list[str] = field(default_factory=lambda: ["peach hibiscus"])  # names from the subject book
     subjects_file: str | None = None  # YAML subject book; default: the bundled curate/subjects.yaml
-    repeat: int = 64  # dataset rows = subjects x repeat (one row = one prompt = one group)
+    repeat: Annotated[int, at_least(1)] = 64  # dataset rows = subjects x repeat (one row = one prompt = one group)
 
     def __post_init__(self):
-        p = []
+        p = field_problems(self, "data.")
         if not self.subjects:
             p.append("data.subjects is empty: name at least one subject")
-        if self.repeat < 1:
-            p.append(f"data.repeat={self.repeat}: must be at least 1")
         if self.subjects_file and not Path(self.subjects_file).is_file():
             p.append(f"data.subjects_file={self.subjects_file!r}: no such file")
         raise_problems("data", p)
@@ -89,15 +81,13 @@ class JudgeSettings:
     model: str | None = "tiny:qwen2_5_vl"  # judge model (transformers: folder / Hub id / tiny:ARCH; openai: URL)
     kwargs: dict = field(default_factory=dict)  # other fields of the backend's config
     references: str = "tiny:refs"  # folder, pulled pool release, REPO@REVISION, or tiny:refs
-    k: int = 4
+    k: Annotated[int, Range(1, says="draw at least one reference")] = 4
     mix: dict = field(default_factory=lambda: {"love": 0.5, "okay": 0.5})
 
     def __post_init__(self):
-        p = []
+        p = field_problems(self, "judge.")
         if not self.name:
             p.append("judge.name is empty: use transformers, openai or module:Class")
-        if self.k < 1:
-            p.append(f"judge.k={self.k}: draw at least one reference")
         if not self.references:
             p.append("judge.references is empty: give a pool release (REPO@REVISION) or a folder")
         if not self.mix or any(not isinstance(w, (int, float)) or w < 0 for w in self.mix.values()):
@@ -120,7 +110,7 @@ class RewardSettings:
     length_max_chars: int = 24000  # in tokens x 4)
 
     def __post_init__(self):
-        p = []
+        p = field_problems(self, "reward.")
         if isinstance(self.image_judges, dict):
             p.append("reward.image_judges lists the image judges to compute (e.g. [paint_fraction, "
                      "colourfulness]); give their weights under reward.weights, e.g. reward.weights.colourfulness=0.2")
@@ -159,13 +149,11 @@ class RewardSettings:
 class SmokeSettings:
     # smoke runs and benchmarks only (salon.train.smoke): a random policy writes no sketch, so this
     # share of each group renders a bundled example instead; each such rollout is marked in the archive
-    examples: float = 0.0
+    examples: Annotated[float, share, "a share of each group; 0 = off"] = 0.0
     example_files: list[str] = field(default_factory=list)  # names in curate/examples/ (default: all)
 
     def __post_init__(self):
-        p = []
-        if not 0 <= self.examples <= 1:
-            p.append(f"smoke.examples={self.examples}: a share of each group in [0, 1] (0 = off)")
+        p = field_problems(self, "smoke.")
         examples = Path(__file__).resolve().parent.parent / "curate" / "examples"
         p += [f"smoke.example_files: {name} is not in curate/examples/" for name in self.example_files
               if not (examples / name).is_file()]
@@ -180,23 +168,16 @@ class ArchiveSettings:
 
 @dataclass
 class AuditSettings:
-    grid_every: int = 10  # rollout image grid every N steps (0 = never)
-    window: int = 20  # steps compared (last window vs the one before) for the alarms
-    correlation_max: float = 0.85  # flag two components correlated above this
+    grid_every: Annotated[int, at_least(0), "0 = never"] = 10  # rollout image grid every N steps
+    window: Annotated[int, at_least(1)] = 20  # steps compared (last window vs the one before) for the alarms
+    correlation_max: Annotated[float, Range(0, 1, lo_open=True)] = 0.85  # flag two components correlated above this
     saturation_std: float = 0.01  # flag a component whose std falls below this
     reward_rise: float = 0.02  # the reward "rises" when the window mean grows by this much
     coverage_drop: float = 0.15  # relative fall of coverage that raises an alarm
     diversity_drop: float = 0.25  # relative fall of within-group diversity that raises an alarm
 
     def __post_init__(self):
-        p = []
-        if self.grid_every < 0:
-            p.append(f"audit.grid_every={self.grid_every}: 0 (never) or more")
-        if self.window < 1:
-            p.append(f"audit.window={self.window}: must be at least 1")
-        if not 0 < self.correlation_max <= 1:
-            p.append(f"audit.correlation_max={self.correlation_max}: in (0, 1]")
-        raise_problems("audit", p)
+        raise_problems("audit", field_problems(self, "audit."))
 
 
 SECTIONS = {"policy": PolicyConfig, "lora": LoraSettings, "grpo": GRPOSettings, "data": DataSettings,
@@ -222,7 +203,7 @@ class TrainConfig:
     audit: AuditSettings = field(default_factory=AuditSettings)
 
     def __post_init__(self):
-        p = []
+        p = field_problems(self)
         if not self.output_dir:
             p.append("output_dir is empty")
         if self.judge.name == "transformers" and not self.judge.model:
@@ -236,7 +217,7 @@ class TrainConfig:
         return self.run_name or Path(self.output_dir).name
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return {**dataclasses.asdict(self), "render": self.render.to_dict()}
 
 
 def _build(cls, data, where: str, problems: list[str]):
@@ -245,7 +226,7 @@ def _build(cls, data, where: str, problems: list[str]):
     if not isinstance(data, dict):
         problems.append(f"{where}: expected a mapping, got {type(data).__name__}")
         return None
-    names = {f.name for f in fields(cls)}
+    names = RenderSettings.keys() if cls is RenderSettings else {f.name for f in fields(cls)}
     if cls is GRPOSettings:  # any field of TRL's GRPOConfig goes under grpo. too (salon.train.trl_fields)
         from salon.train.trl_fields import split_grpo
 

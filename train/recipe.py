@@ -23,13 +23,17 @@ needs them and holds no logic of its own beyond that.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sys
 import warnings
 from pathlib import Path
 
+from salon.train.checkpoints import checkpoint_step, resume_checkpoint
 from salon.train.config import TrainConfig, load_config
+from salon.train.engines import (check_single_process_engine, generation_engine, generation_kwargs,
+                                 resolve_generation, trainable_dtypes_kept)
 
 log = logging.getLogger(__name__)
 
@@ -160,8 +164,6 @@ def build_render_backend(cfg: TrainConfig, processes: int = 1):
     """The reward's renderer as cfg.render.backend says; anything with submit(code, seed) ->
     Future[RenderResult] and close(). Ray actors come up here (a local cluster starts); local worker
     processes and environment sessions start on first use (or `start()`)."""
-    from salon.curate.sandbox.render import RenderConfig
-
     r = cfg.render
     check_render_backend(cfg, processes)
     if r.backend == "env":
@@ -172,15 +174,13 @@ def build_render_backend(cfg: TrainConfig, processes: int = 1):
         from salon.curate.sandbox.backend import BackendConfig, open_backend
 
         # browsers=0 means one per two cores of the *node*; an actor only owns its reserved CPUs
-        browsers = r.browsers or max(1, int(r.cpus_per_actor // 2))
+        browsers = r.sandbox.browsers or max(1, int(r.cpus_per_actor // 2))
         return open_backend(BackendConfig(backend="ray", address=r.ray_address, actors=r.actors,
                                           cpus_per_actor=r.cpus_per_actor),
-                            RenderConfig(browsers=browsers, timeout_s=r.timeout_s, gpu=r.gpu, gl=r.gl,
-                                         text_check=r.text_check))
+                            dataclasses.replace(r.sandbox, browsers=browsers))
     from salon.train.render_workers import RenderPool
 
-    return RenderPool(RenderConfig(browsers=r.browsers, timeout_s=r.timeout_s, gpu=r.gpu, gl=r.gl, text_check=r.text_check),
-                      workers=r.workers)
+    return RenderPool(r.sandbox, workers=r.workers)
 
 
 # ---- 4. trainer ------------------------------------------------------------------------------------
@@ -211,94 +211,6 @@ def grpo_args(cfg: TrainConfig, out: Path):
         # project is trackio's (transformers' default is "huggingface")
         **{"project": "salon", "dataloader_num_workers": 0, "log_completions": False, **g.extra},
     )
-
-
-def resolve_generation(cfg: TrainConfig) -> None:
-    """grpo.generation=auto becomes compiled where a LoRA policy trains on CUDA, else transformers
-    (the salon_train.yaml written beside the run names the engine that ran)."""
-    import torch
-
-    if cfg.grpo.generation == "auto":
-        cuda = torch.cuda.is_available() and not cfg.grpo.use_cpu
-        cfg.grpo.generation = "compiled" if cuda and cfg.lora.enabled else "transformers"
-
-
-def generation_engine(cfg: TrainConfig):
-    """TRL's rollout_func for grpo.generation=compiled (salon.train.generation); None for TRL's own engines."""
-    if cfg.grpo.generation != "compiled":
-        return None
-    from salon.train.generation import CompiledGeneration
-
-    return CompiledGeneration(compile=cfg.grpo.generation_compile, prompt_bucket=cfg.grpo.generation_prompt_bucket,
-                              attention=cfg.grpo.generation_attention)
-
-
-def generation_kwargs(g) -> dict:
-    """GRPOConfig fields for grpo.generation (TRL's engines; compiled runs on TRL's transformers settings)."""
-    if g.generation == "continuous_batching":
-        return {"use_transformers_continuous_batching": True}
-    if g.generation == "vllm_server":  # start it first: `trl vllm-serve --model MODEL` on other GPUs
-        return {"use_vllm": True, "vllm_mode": "server",
-                **({"vllm_server_base_url": g.vllm_server_base_url} if g.vllm_server_base_url else {})}
-    if g.generation == "vllm_colocate":
-        return {"use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": g.vllm_gpu_memory_utilization}
-    return {}
-
-
-def trainable_dtypes_kept(generate, model):
-    """TRL's continuous-batching path casts the whole model to bf16 before `generate_batch`,
-    the LoRA weights too (peft keeps them in fp32): the adapter would then train in bf16 and a
-    resumed run fails in AdamW (fp32 optimizer state, bf16 parameters; seen on an H200 with
-    trl 1.16). Putting each trainable parameter back in its own dtype after generating keeps the
-    update what the plain engine does."""
-    trainable = [(p, p.dtype) for p in model.parameters() if p.requires_grad]
-
-    def wrapped(*args, **kwargs):
-        try:
-            return generate(*args, **kwargs)
-        finally:
-            for p, dtype in trainable:
-                if p.dtype != dtype:
-                    p.data = p.data.to(dtype)
-
-    return wrapped
-
-
-def check_single_process_engine(cfg: TrainConfig, processes: int) -> None:
-    """Continuous batching in one process on a host with several visible GPUs spreads its paged
-    KV cache over all of them while the model sits on the first, and every request fails
-    (transformers 5.24, seen on a 2-GPU H200 host). Say what to do before loading anything."""
-    import torch
-
-    from salon.pool.errors import ConfigError
-
-    if cfg.grpo.generation == "continuous_batching" and processes == 1 and torch.cuda.device_count() > 1:
-        raise ConfigError([f"grpo.generation=continuous_batching in one process sees {torch.cuda.device_count()} "
-                           "GPUs and would spread its KV cache over all of them: set CUDA_VISIBLE_DEVICES to one "
-                           "GPU, or run one process per GPU with `accelerate launch`"], "salon train")
-
-
-def resume_checkpoint(cfg: TrainConfig, out: Path) -> str | None:
-    """None, the newest checkpoint-N ("latest"), or the folder given."""
-    from salon.pool.errors import ConfigError
-
-    if not cfg.resume:
-        return None
-    if cfg.resume == "latest":
-        from transformers.trainer_utils import get_last_checkpoint
-
-        last = get_last_checkpoint(str(out)) if out.is_dir() else None
-        if last is None:
-            log.info("resume=latest but %s has no checkpoint: starting fresh", out)
-        return last
-    if not (Path(cfg.resume) / "trainer_state.json").is_file():
-        raise ConfigError([f"resume={cfg.resume!r}: not a checkpoint folder (no trainer_state.json); "
-                           "use latest or an OUTPUT_DIR/checkpoint-N folder"], "salon train")
-    return cfg.resume
-
-
-def checkpoint_step(path: str | None) -> int:
-    return int(Path(path).name.rsplit("-", 1)[1]) if path else 0
 
 
 def salon_callback(cfg: TrainConfig, provenance: dict):

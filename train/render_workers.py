@@ -27,7 +27,7 @@ import time
 from concurrent.futures import Future
 
 from salon.curate.sandbox.render import RenderConfig, RenderResult
-from salon.curate.sandbox.backend import resolve, watchdog
+from salon.curate.sandbox.futures import resolve, watchdog
 
 log = logging.getLogger(__name__)
 

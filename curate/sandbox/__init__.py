@@ -15,6 +15,7 @@ Floors, lowest first (each module imports only those below it):
     pages.py      long-lived browsers and their pre-warmed, reused pages; the guard's report channel
     capture.py    the painting, read in an isolated world the sketch cannot reach
     render.py     RenderConfig, RenderResult, Renderer: one sketch in, one result out
+    futures.py    a RenderResult future: resolved once, a deadline, many waited for in order
     backend.py    the RenderBackend interface and the local backend (a Renderer on its own loop)
     ray_pool.py   the same interface over Ray actors
 """

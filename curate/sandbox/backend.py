@@ -13,7 +13,7 @@ violations), which the reward turns into a missing score, never a bad painting.
 
 Backends:
     local   LocalRenderBackend: one Renderer on an asyncio loop in a thread of this process
-    ray     salon.curate.sandbox.ray_pool.RayRenderPool (imported by name: it stands on this module): Ray actors, each owning a Renderer
+    ray     salon.curate.sandbox.ray_pool.RayRenderPool: Ray actors, each owning a Renderer
     env     salon.train.env.client.EnvRenderBackend: steps of a `salon env serve` server
             (lives in train: it speaks the environment's protocol, which sits above curate)
 """
@@ -21,14 +21,14 @@ Backends:
 from __future__ import annotations
 
 import asyncio
-import importlib
 import threading
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Iterable, Protocol, runtime_checkable
+from typing import Annotated, Iterable, Literal, Protocol, runtime_checkable
 
+from salon.curate.sandbox.futures import render_many, resolve
 from salon.curate.sandbox.render import RenderConfig, RenderResult, Renderer
-from salon.pool.errors import ConfigError
+from salon.pool.field_checks import at_least, field_problems, positive, raise_problems
 
 BACKENDS = ("local", "ray")
 
@@ -48,72 +48,29 @@ class RenderBackend(Protocol):
 
 @dataclass
 class BackendConfig:
-    backend: str = "local"  # local | ray
+    backend: Literal[BACKENDS] = "local"
     address: str = "local"  # ray: a cluster address (ray://host:10001, host:6379, auto) or local
-    actors: int = 0  # ray: actors (each owns RenderConfig.browsers browsers); 0 = one per 2 cluster CPUs
-    cpus_per_actor: float = 2.0  # ray: CPUs reserved per actor (one SwiftShader render keeps ~1.8 busy)
-    local_cpus: int = 0  # ray, address=local: CPUs the local cluster offers; 0 = all of this machine
+    # ray: actors (each owns RenderConfig.browsers browsers); 0 = one per 2 cluster CPUs
+    actors: Annotated[int, at_least(0), "0 = one per two cluster CPUs"] = 0
+    cpus_per_actor: Annotated[float, positive] = 2.0  # ray: CPUs reserved per actor (one SwiftShader render keeps ~1.8 busy)
+    # ray, address=local: CPUs the local cluster offers; 0 = all of this machine
+    local_cpus: Annotated[int, at_least(0), "0 = all"] = 0
 
     def __post_init__(self):
-        p = []
-        if self.backend not in BACKENDS:
-            p.append(f"backend={self.backend!r}: use one of {', '.join(BACKENDS)}")
-        if self.actors < 0:
-            p.append(f"actors={self.actors}: 0 (one per two cluster CPUs) or more")
-        if self.cpus_per_actor <= 0:
-            p.append(f"cpus_per_actor={self.cpus_per_actor}: must be positive")
-        if self.local_cpus < 0:
-            p.append(f"local_cpus={self.local_cpus}: 0 (all) or more")
+        p = field_problems(self)
         if self.backend == "ray" and not self.address:
             p.append("address is empty: give a Ray address (host:6379, ray://host:10001, auto) or local")
-        if p:
-            raise ConfigError(p, "render backend")
+        raise_problems("render backend", p)
 
 
 def open_backend(config: BackendConfig, render: RenderConfig | None = None) -> RenderBackend:
     """A started backend of the configured kind."""
     if config.backend == "ray":
-        # By name, not by import: ray_pool.py stands on this module (Ray is an optional extra).
-        RayRenderPool = getattr(importlib.import_module("salon.curate.sandbox.ray_pool"), "RayRenderPool")
+        from salon.curate.sandbox.ray_pool import RayRenderPool  # here: Ray is an optional extra
+
         return RayRenderPool(render, actors=config.actors, address=config.address,
                              cpus_per_actor=config.cpus_per_actor, local_cpus=config.local_cpus)
     return LocalRenderBackend(render)
-
-
-def render_many(backend, items, progress: bool = False, desc: str = "render") -> list[RenderResult]:
-    """Submit everything at once, wait for all; results in input order. For any backend."""
-    items = list(items)
-    futures = [backend.submit(code, seed) for code, seed in items]
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(futures), desc=desc, unit="sketch", dynamic_ncols=True)
-        for f in futures:
-            f.add_done_callback(lambda _: bar.update(1))
-    try:
-        return [f.result() for f in futures]
-    finally:
-        if bar is not None:
-            bar.close()
-
-
-def resolve(fut: Future, result: RenderResult) -> bool:
-    """Set the result unless someone (a callback, a watchdog, close) already did."""
-    try:
-        fut.set_result(result)
-        return True
-    except InvalidStateError:
-        return False
-
-
-def watchdog(fut: Future, deadline_s: float) -> None:
-    """Resolve `fut` as an infrastructure failure unless something answers within `deadline_s`."""
-    timer = threading.Timer(deadline_s, resolve, (fut, RenderResult.infra(
-        f"render_unavailable: no answer within {deadline_s:g} s")))
-    timer.daemon = True
-    timer.start()
-    fut.add_done_callback(lambda _: timer.cancel())
 
 
 class LocalRenderBackend:

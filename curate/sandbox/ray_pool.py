@@ -35,8 +35,8 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
+from salon.curate.sandbox.futures import render_many, resolve, watchdog
 from salon.curate.sandbox.render import RenderConfig, RenderResult
-from salon.curate.sandbox.backend import render_many, resolve, watchdog
 from salon.pool.errors import ConfigError, SetupError
 
 log = logging.getLogger(__name__)

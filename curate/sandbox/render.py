@@ -31,6 +31,7 @@ import asyncio
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Annotated, Literal
 
 from salon.curate.sandbox import gate, ocr
 from salon.curate.sandbox.assets import page_assets
@@ -41,6 +42,7 @@ from salon.curate.sandbox.gpu_watch import WATCH_EVERY_S
 from salon.curate.sandbox.isolation import ISOLATION_MODES, Isolation, resolve_isolation
 from salon.curate.sandbox.pages import SandboxBrowser, SandboxPage, pids_with_marker
 from salon.pool.errors import ConfigError, SetupError
+from salon.pool.field_checks import Range, at_least, field_problems, positive, raise_problems
 from salon.pool.paint import paint_fraction
 
 # The GPU path's arrangement, measured in steady state by bench_render.py --gpu on an H200 host with
@@ -68,61 +70,42 @@ def gpu_browsers() -> int:
 
 @dataclass
 class RenderConfig:
-    size: int = 600  # canvas is forced to size x size at pixel density 1
-    timeout_s: float = 45.0  # hard limit per sketch, page load excluded (heavy paintings take 10+ s on 2 cores)
-    browsers: int = 0  # 0 = auto: one per two cores on SwiftShader (one render keeps ~1.8 busy), one per core on the GPU
-    pages_per_browser: int = 0  # sketches in flight per browser; 0 = auto: 1 on SwiftShader (it queues them), GPU_PAGES on the GPU
-    recycle_after: int = 200  # renders before a browser is replaced (keeps memory flat)
+    size: Annotated[int, Range(64, 4096), "pixels"] = 600  # canvas is forced to size x size at pixel density 1
+    timeout_s: Annotated[float, positive] = 45.0  # hard limit per sketch, page load excluded (heavy paintings take 10+ s on 2 cores)
+    # 0 = auto: one per two cores on SwiftShader (one render keeps ~1.8 busy), one per core on the GPU
+    browsers: Annotated[int, at_least(0), "0 = one per two cores"] = 0
+    # sketches in flight per browser; 0 = auto: 1 on SwiftShader (it queues them), GPU_PAGES on the GPU
+    pages_per_browser: Annotated[int, at_least(0), "0 = auto"] = 0
+    recycle_after: Annotated[int, at_least(1)] = 200  # renders before a browser is replaced (keeps memory flat)
     render_rejects: bool = False  # render sketches the static gate already rejected
     chromium: str = ""  # path; default $SALON_CHROMIUM, then chromium on PATH
     node_modules: str = ""  # where p5 and p5.brush live; default $SALON_NODE_MODULES, then ./node_modules
-    gpu: str = "auto"  # auto: the node's GPU when Chromium can draw on it, else SwiftShader; on; off (gpu.py)
-    gpu_memory_mb: int = 1024  # WebGL bytes one sketch may hold (textures, buffers, drawing buffers): the card is shared
-    isolation: str = "auto"  # auto: a network namespace where one can be made, else browser flags; netns; browser-flags
-    gl: str = ""  # GPU flag set (gpu.GPU_FLAG_SETS): "" = the first that draws; vulkan-icd = exact repeats, 2D on the CPU
+    gpu: Literal[GPU_MODES] = "auto"  # auto: the node's GPU when Chromium can draw on it, else SwiftShader; on; off (gpu.py)
+    # WebGL bytes one sketch may hold (textures, buffers, drawing buffers): the card is shared
+    gpu_memory_mb: Annotated[int, Range(16, 65536)] = 1024
+    # auto: a network namespace where one can be made, else browser flags; netns; browser-flags
+    isolation: Literal[ISOLATION_MODES] = "auto"
+    # GPU flag set (gpu.GPU_FLAG_SETS): "" = the first that draws; vulkan-icd = exact repeats, 2D on the CPU
+    gl: Annotated[Literal[("", *GPU_FLAG_SETS)], "'' = the first that draws"] = ""
     # Sketches one page renders in turn, each in a new document, while each finishes with no
     # violation and no refusal; 1 = a new browser context and renderer process for every sketch.
     # A new context costs about three times the CPU of a new document (process start-up); on the
     # H200 reuse took the GPU path from 5.1 to 8.3 heavy renders/s (bench_render_gpu_h200.json).
-    sketches_per_page: int = 50
+    sketches_per_page: Annotated[int, at_least(1), "1 = a new context per sketch"] = 50
     # Words on the painting itself, whatever drew them (ocr.py): every image that passed the page's
     # checks is read, and a word makes it text_label. "off" skips the reading.
-    text_check: str = "ocr"
+    text_check: Literal[ocr.TEXT_CHECKS] = "ocr"
     # What the browser's GPU process may grow by during one sketch, watched from outside the page
     # (gpu_watch.py): past it, the page is killed (runtime_error). 0 = gpu_memory_mb + 1024, room
     # for p5.brush's own buffers beside everything the page's budget counts.
-    gpu_process_mb: int = 0
+    gpu_process_mb: Annotated[int, at_least(0), "0 = gpu_memory_mb + 1024"] = 0
 
     def __post_init__(self):
-        problems = []
-        if not 64 <= self.size <= 4096:
-            problems.append(f"size must be between 64 and 4096 pixels, got {self.size}")
-        if self.timeout_s <= 0:
-            problems.append(f"timeout_s must be positive, got {self.timeout_s}")
-        if self.browsers < 0:
-            problems.append(f"browsers must be >= 0 (0 = one per two cores), got {self.browsers}")
-        if self.pages_per_browser < 0:
-            problems.append(f"pages_per_browser must be >= 0 (0 = auto), got {self.pages_per_browser}")
-        if self.recycle_after < 1:
-            problems.append(f"recycle_after must be >= 1, got {self.recycle_after}")
-        if self.sketches_per_page < 1:
-            problems.append(f"sketches_per_page must be >= 1 (1 = a new context per sketch), got {self.sketches_per_page}")
-        if self.gpu not in GPU_MODES:
-            problems.append(f"gpu must be one of {', '.join(GPU_MODES)}, got {self.gpu!r}")
-        if self.isolation not in ISOLATION_MODES:
-            problems.append(f"isolation must be one of {', '.join(ISOLATION_MODES)}, got {self.isolation!r}")
-        if self.gl and self.gl not in GPU_FLAG_SETS:
-            problems.append(f"gl must be one of {', '.join(GPU_FLAG_SETS)} (or empty: the first that draws), got {self.gl!r}")
-        elif self.gl and self.gpu == "off":
-            problems.append(f"gl={self.gl!r} names a GPU flag set, but gpu is off: use gpu=auto or on, or drop gl")
-        if self.text_check not in ocr.TEXT_CHECKS:
-            problems.append(f"text_check must be one of {', '.join(ocr.TEXT_CHECKS)}, got {self.text_check!r}")
-        if self.gpu_process_mb < 0:
-            problems.append(f"gpu_process_mb must be >= 0 (0 = gpu_memory_mb + 1024), got {self.gpu_process_mb}")
-        if not 16 <= self.gpu_memory_mb <= 65536:
-            problems.append(f"gpu_memory_mb must be between 16 and 65536, got {self.gpu_memory_mb}")
-        if problems:
-            raise ConfigError(problems, "RenderConfig")
+        problems = field_problems(self)
+        if self.gl and self.gpu == "off":
+            problems.append(f"gl={self.gl!r} names a GPU flag set, but gpu=off, and no flag set is used while the "
+                            "gpu is off: use gpu=auto or on, or drop gl")
+        raise_problems("RenderConfig", problems)
 
     @property
     def gpu_process_limit_mb(self) -> int:

@@ -20,7 +20,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from salon.curate.sandbox.render import RenderResult
-from salon.curate.sandbox.backend import render_many, resolve
+from salon.curate.sandbox.futures import render_many, resolve
 from salon.train.env.wire import PaintAction, PaintObservation
 
 

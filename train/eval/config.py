@@ -13,46 +13,41 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
 
 from salon.pool.errors import ConfigError
+from salon.pool.field_checks import Range, at_least, field_problems, raise_problems
+
+Tolerance = Annotated[float, Range(0, says="a tolerance cannot be negative")]
 
 
 @dataclass
 class EvalConfig:
     run_dir: str
     prompts: list[str] = field(default_factory=list)
-    samples: int = 4  # paintings per prompt and checkpoint
-    every: int = 0  # 0: every kept checkpoint; N: steps that are multiples of N (and the last)
+    samples: Annotated[int, at_least(1)] = 4  # paintings per prompt and checkpoint
+    # 0: every kept checkpoint; N: steps that are multiples of N (and the last)
+    every: Annotated[int, at_least(0), "0 = every checkpoint"] = 0
     base: bool = True  # the base policy (step 0) too: where a rise is measured from
     oracles: list[str] = field(default_factory=list)  # specs, salon.train.eval.oracles
     resume: bool = False  # keep checkpoints already evaluated with these same settings
     seed: int = 0  # the eval's own seed: render seeds and sampling, never the training ones
-    grid_columns: int = 8  # prompt-and-seed columns of the checkpoint grid
+    grid_columns: Annotated[int, at_least(1)] = 8  # prompt-and-seed columns of the checkpoint grid
     # alarms (salon.train.eval.report): at a checkpoint whose proxy is above an earlier one's by
     # proxy_rise while a measure is worse than there by more than its tolerance
-    proxy_rise: float = 0.02
-    oracle_drop: float = 0.05  # relative fall of an oracle's mean
-    craft_drop: float = 0.15  # relative fall of coverage, colourfulness, within-prompt diversity
-    share_rise: float = 0.10  # absolute rise of blank share or cross-prompt similarity
+    proxy_rise: Tolerance = 0.02
+    oracle_drop: Tolerance = 0.05  # relative fall of an oracle's mean
+    craft_drop: Tolerance = 0.15  # relative fall of coverage, colourfulness, within-prompt diversity
+    share_rise: Tolerance = 0.10  # absolute rise of blank share or cross-prompt similarity
 
     def __post_init__(self):
-        p = []
+        p = field_problems(self)
         run = Path(self.run_dir)
         if not (run / "salon_train.yaml").is_file():
             p.append(f"{run}: not a salon train output folder (no salon_train.yaml): give the --output-dir of a run")
-        if self.samples < 1:
-            p.append(f"--samples {self.samples}: at least 1 painting per prompt")
-        if self.every < 0:
-            p.append(f"--every {self.every}: 0 (every checkpoint) or a number of steps")
-        if self.grid_columns < 1:
-            p.append(f"grid_columns={self.grid_columns}: at least 1")
-        for name in ("proxy_rise", "oracle_drop", "craft_drop", "share_rise"):
-            if getattr(self, name) < 0:
-                p.append(f"{name}={getattr(self, name)}: a tolerance cannot be negative")
         if len(set(self.oracles)) != len(self.oracles):
             p.append(f"--oracle given twice: {self.oracles}")
-        if p:
-            raise ConfigError(p, "salon eval")
+        raise_problems("salon eval", p)
 
 
 def eval_subjects(train_cfg, prompts: list[str]) -> list[tuple[object, bool]]:

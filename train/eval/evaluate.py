@@ -41,7 +41,7 @@ EVAL_DRAW_STEP = -1  # the "step" the proxy's reference draws are seeded with: t
 def select_checkpoints(run_dir: Path, every: int, base: bool) -> list[tuple[int, Path | None]]:
     """[(step, folder)] of the kept checkpoints (step 0: the base policy, folder None)."""
     from salon.pool.errors import ConfigError
-    from salon.train.recipe import checkpoint_step
+    from salon.train.checkpoints import checkpoint_step
 
     found = sorted((checkpoint_step(p), p) for p in run_dir.glob("checkpoint-*")
                    if p.is_dir() and p.name.rsplit("-", 1)[1].isdigit())

@@ -1,0 +1,77 @@
+"""Which engine generates the completions (`grpo.generation`), the GRPOConfig fields that pick it,
+and the guards TRL's engines need. The recipe (salon.train.recipe) calls these in order:
+
+    resolve_generation(cfg)                      # auto -> compiled on CUDA with a LoRA, else transformers
+    check_single_process_engine(cfg, processes)  # refused before anything loads
+    GRPOConfig(..., **generation_kwargs(cfg.grpo))
+    rollout_func = generation_engine(cfg)        # salon's compiled engine, or None for TRL's own
+"""
+
+from __future__ import annotations
+
+from salon.train.config import TrainConfig
+
+
+def resolve_generation(cfg: TrainConfig) -> None:
+    """grpo.generation=auto becomes compiled where a LoRA policy trains on CUDA, else transformers
+    (the salon_train.yaml written beside the run names the engine that ran)."""
+    import torch
+
+    if cfg.grpo.generation == "auto":
+        cuda = torch.cuda.is_available() and not cfg.grpo.use_cpu
+        cfg.grpo.generation = "compiled" if cuda and cfg.lora.enabled else "transformers"
+
+
+def generation_engine(cfg: TrainConfig):
+    """TRL's rollout_func for grpo.generation=compiled (salon.train.generation); None for TRL's own engines."""
+    if cfg.grpo.generation != "compiled":
+        return None
+    from salon.train.generation import CompiledGeneration
+
+    return CompiledGeneration(compile=cfg.grpo.generation_compile, prompt_bucket=cfg.grpo.generation_prompt_bucket,
+                              attention=cfg.grpo.generation_attention)
+
+
+def generation_kwargs(g) -> dict:
+    """GRPOConfig fields for grpo.generation (TRL's engines; compiled runs on TRL's transformers settings)."""
+    if g.generation == "continuous_batching":
+        return {"use_transformers_continuous_batching": True}
+    if g.generation == "vllm_server":  # start it first: `trl vllm-serve --model MODEL` on other GPUs
+        return {"use_vllm": True, "vllm_mode": "server",
+                **({"vllm_server_base_url": g.vllm_server_base_url} if g.vllm_server_base_url else {})}
+    if g.generation == "vllm_colocate":
+        return {"use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": g.vllm_gpu_memory_utilization}
+    return {}
+
+
+def trainable_dtypes_kept(generate, model):
+    """TRL's continuous-batching path casts the whole model to bf16 before `generate_batch`,
+    the LoRA weights too (peft keeps them in fp32): the adapter would then train in bf16 and a
+    resumed run fails in AdamW (fp32 optimizer state, bf16 parameters; seen on an H200 with
+    trl 1.16). Putting each trainable parameter back in its own dtype after generating keeps the
+    update what the plain engine does."""
+    trainable = [(p, p.dtype) for p in model.parameters() if p.requires_grad]
+
+    def wrapped(*args, **kwargs):
+        try:
+            return generate(*args, **kwargs)
+        finally:
+            for p, dtype in trainable:
+                if p.dtype != dtype:
+                    p.data = p.data.to(dtype)
+
+    return wrapped
+
+
+def check_single_process_engine(cfg: TrainConfig, processes: int) -> None:
+    """Continuous batching in one process on a host with several visible GPUs spreads its paged
+    KV cache over all of them while the model sits on the first, and every request fails
+    (transformers 5.24, seen on a 2-GPU H200 host). Say what to do before loading anything."""
+    import torch
+
+    from salon.pool.errors import ConfigError
+
+    if cfg.grpo.generation == "continuous_batching" and processes == 1 and torch.cuda.device_count() > 1:
+        raise ConfigError([f"grpo.generation=continuous_batching in one process sees {torch.cuda.device_count()} "
+                           "GPUs and would spread its KV cache over all of them: set CUDA_VISIBLE_DEVICES to one "
+                           "GPU, or run one process per GPU with `accelerate launch`"], "salon train")
