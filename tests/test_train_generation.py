@@ -287,8 +287,9 @@ def test_config_exposes_the_generation_batch(tmp_path):
                                                 "per_device_train_batch_size": 8, "steps_per_generation": 4,
                                                 "report_to": []}}), tmp_path)
     assert args.generation_batch_size == 32
-    compiled = config_from_dict({"grpo": {"generation": "compiled", "generation_compile": False}})
-    assert generation_engine(compiled).compile == "off"
+    compiled = config_from_dict({"grpo": {"generation": "compiled", "generation_compile": False,
+                                          "generation_attention": "buckets"}})
+    assert generation_engine(compiled).compile == "off" and generation_engine(compiled).attention == "buckets"
     with pytest.raises(ConfigError) as e:
         config_from_dict({"grpo": {"generation_batch_size": 12, "steps_per_generation": 2,
                                    "generation_compile": "fast"}})
@@ -337,6 +338,107 @@ def test_filled_attention_decodes_as_the_whole_cache(trained):
                 rows.append(torch.log_softmax(logits.float(), -1))
             steps[attention] = torch.stack(rows)
     assert (steps["filled"] - steps["whole"]).abs().max().item() < LOGPROB_TOL
+
+
+BUCKETS_NEW = 40  # new tokens for the bucket tests: with chunks of 8, the attended length crosses 5 boundaries
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """Per decode call of the loop: the log-probabilities it chose from and the key lengths its SDPA read."""
+    from salon.train import decode
+
+    seen = {"logprobs": [], "keys": []}
+    real_choose, real_sdpa = decode.choose, torch.nn.functional.scaled_dot_product_attention
+
+    def choose(logits, warpers, do_sample):
+        seen["logprobs"].append(torch.log_softmax(logits, -1))
+        return real_choose(logits, warpers, do_sample)
+
+    def sdpa(query, key, value, *args, **kwargs):
+        if query.shape[-2] <= 2:  # a decode step (its query heads folded in, 2 per KV head here), not the prefill
+            seen["keys"].append(key.shape[-2])
+        return real_sdpa(query, key, value, *args, **kwargs)
+
+    monkeypatch.setattr(decode, "choose", choose)
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", sdpa)
+    return seen
+
+
+@pytest.mark.parametrize("do_sample", [False, True])
+def test_bucket_attention_decodes_as_the_whole_cache(trained, recorded, do_sample):
+    """grpo.generation_attention=buckets against today's whole-cache attention, float32 on a CPU,
+    compile off: each step reads the cache up to the filled positions rounded up to a chunk (8 here,
+    so 40 new tokens cross 5 chunk boundaries), and greedy tokens are identical, the same seed samples
+    the same tokens, and every token's log-probability is within 1e-5 (LOGPROB_TOL: the same masked
+    attention over fewer masked positions, float rounding only)."""
+    from salon.train.decode_attention import bucket_keys
+
+    trainer, engine = trained
+    prompts = tokenize(PROMPTS, trainer)  # left-padded: four lengths
+    cfg = trainer.generation_config.__class__.from_dict({**trainer.generation_config.to_dict(), "do_sample": do_sample,
+                                                         "max_new_tokens": BUCKETS_NEW})
+    cfg.eos_token_id = None
+    got = {}
+    for attention in ("buckets", "whole", "buckets"):
+        recorded["logprobs"].clear(), recorded["keys"].clear()
+        torch.manual_seed(4)
+        decoder = StaticDecoder(engine.policy.model, compile=False, prompt_bucket=16, attention=attention, key_chunk=8)
+        tokens = decoder.generate(prompts, cfg)
+        steps = torch.stack(recorded["logprobs"])  # (new tokens, batch, vocabulary)
+        got.setdefault(attention, []).append((tokens, steps.gather(-1, tokens.T[..., None])[..., 0],
+                                              list(recorded["keys"])))
+        assert decoder.attention == attention and decoder.last_path == "loop" and tokens.shape == (4, BUCKETS_NEW)
+    (tokens, logprobs, keys), (again, _, _) = got["buckets"]
+    whole_tokens, whole_logprobs, whole_keys = got["whole"][0]
+    assert torch.equal(tokens, whole_tokens) and torch.equal(tokens, again)
+    assert (logprobs - whole_logprobs).abs().max().item() < LOGPROB_TOL
+    bucket = 16 * -(-max(map(len, prompts)) // 16)
+    layers = engine.policy.model.config.num_hidden_layers
+    want = [bucket_keys(bucket + i, bucket + BUCKETS_NEW, 8) for i in range(1, BUCKETS_NEW) for _ in range(layers)]
+    assert keys == want and len(set(want)) == 5 and max(want) == bucket + BUCKETS_NEW
+    assert set(whole_keys) == {bucket + BUCKETS_NEW}
+
+
+def test_bucket_attention_compiles_once_per_length(trained, caplog):
+    """Dynamo's graph capture for real (its eager backend): one graph per attended length, each length
+    its own torch.compile, none compiled again by a second call of the same shape."""
+    from transformers import CompileConfig
+
+    trainer, engine = trained
+    decoder = StaticDecoder(engine.policy.model, compile=True, prompt_bucket=16, key_chunk=4, attention="buckets",
+                            compile_config=CompileConfig(backend="eager", mode=None, dynamic=False))
+    whole = StaticDecoder(engine.policy.model, compile=False, prompt_bucket=16)
+    cfg = trainer.generation_config.__class__.from_dict({**trainer.generation_config.to_dict(), "do_sample": False})
+    cfg.eos_token_id = None
+    prompts = [list(range(10, 10 + n)) for n in (5, 9)]  # bucket 16, cache 16 + 12: keys 20, 24, 28
+    with caplog.at_level("INFO", logger="salon.train.decode"):
+        first = decoder.generate(prompts, cfg)
+        graphs = decoder.compiled_graphs
+        second = decoder.generate(prompts, cfg)
+    assert sorted(decoder.keyed_steps) == [20, 24, 28] and graphs == 3 and decoder.compiled_graphs == 3
+    assert decoder.last_path == "loop" and decoder.attention == "buckets" and "compiled again" not in caplog.text
+    assert torch.equal(first, second) and torch.equal(first, whole.generate(prompts, cfg))
+
+
+def test_bucket_attention_falls_back_to_the_whole_cache_where_it_does_not_apply(trained, caplog, monkeypatch):
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    trainer, engine = trained
+    sliding = Qwen3ForCausalLM(Qwen3Config(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                                           num_attention_heads=4, num_key_value_heads=2, head_dim=4,
+                                           use_sliding_window=True, sliding_window=8, max_window_layers=1,
+                                           attn_implementation="salon_grouped_decode"))
+    assert "sliding_attention" in sliding.config.layer_types
+    with caplog.at_level("INFO", logger="salon.train.decode"):
+        assert StaticDecoder(sliding, compile=False, attention="buckets").attention == "whole"  # sliding windows
+        assert StaticDecoder(trainer.model, compile=False, attention="buckets").attention == "whole"  # transformers' own
+        real = torch.compile
+        monkeypatch.setattr(torch, "compile", lambda model, *, fullgraph=False, dynamic=None, backend=None, mode=None:
+                            real(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode))
+        assert StaticDecoder(engine.policy.model, compile=True, attention="buckets").attention == "whole"  # no isolation
+        assert StaticDecoder(engine.policy.model, compile=False, attention="buckets").attention == "buckets"
+    assert caplog.text.count("attention 'buckets' does not apply") == 3
 
 
 KERNEL_CHECK = """

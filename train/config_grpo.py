@@ -56,8 +56,10 @@ class GRPOSettings:
     # compiled: torch.compile the decode step (auto: on CUDA only; off: static cache only)
     generation_compile: Literal[GENERATION_COMPILE] = "auto"
     generation_prompt_bucket: Count = 256  # compiled: prompts left-padded to a multiple of this, so shapes repeat
-    # compiled: decode attention over the whole static cache, or the filled part
-    generation_attention: Literal["filled", "whole"] = "whole"
+    # compiled: how much of the static cache a decode step's attention reads: all of it, the filled positions
+    # rounded up to a multiple of 256 (buckets: one compiled step per length), or the filled ones (filled: a
+    # Triton kernel, slower so far). salon.train.decode_attention says how.
+    generation_attention: Literal["buckets", "filled", "whole"] = "whole"
     # Completions generated at once, per process: per_device_train_batch_size x steps_per_generation (TRL's
     # default steps_per_generation is gradient_accumulation_steps). 8 prompts x 8 per optimiser step:
     # per_device_train_batch_size=8, gradient_accumulation_steps=8. A steps_per_generation above

@@ -26,6 +26,11 @@ that writes and reads again 4.9 GB per step, twice the cache itself. `grouped_de
 (registered as the merged copy's attention, "salon_grouped_decode") instead folds each KV head's
 query heads into the query length, as transformers does itself outside compile (`pack_gqa`), and
 calls SDPA on the cache as it is. Prefill (more than one query) runs transformers' SDPA path.
+`grpo.generation_attention` picks how much of the cache a decode step reads (decode_attention.py):
+`whole` (the default), `buckets` (the filled positions rounded up to a multiple of 256: one
+compiled step per length, each in its own dynamo cache) or `filled` (a Triton kernel; slower so
+far). Where an option does not apply (sliding windows, ...) the decoder reads the whole cache and
+says so in the log.
 """
 
 from __future__ import annotations
@@ -42,13 +47,14 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from salon.pool.errors import ConfigError
-from salon.train.decode_attention import DecodeSpan, filled_decode_attention, supported
+from salon.train.decode_attention import (ATTENTION, KEY_CHUNK, DecodeSpan, bucket_keys, buckets_applies,
+                                          filled_applies, filled_decode_attention)
 
-ATTENTIONS = ("filled", "whole")  # grpo.generation_attention: the filled positions of the cache, or all of them
+# grpo.generation_attention: the filled positions rounded up to a chunk, exactly the filled ones, or all of them
+ATTENTIONS = ("buckets", "filled", "whole")
 
 log = logging.getLogger(__name__)
 
-ATTENTION = "salon_grouped_decode"
 HEADROOM_BYTES = 1 << 30  # what the allocator and the decode step's temporaries need beside the copy and cache
 GIB = 2**30
 SYNC_EVERY = 32  # decode steps between asking the device whether every row has finished
@@ -70,9 +76,12 @@ def grouped_decode_attention(module, query, key, value, attention_mask, dropout=
                              is_causal=None, **kwargs):
     """SDPA for one query token without repeating the KV heads: query (B, H, 1, D) becomes
     (B, KV, H/KV, D) against key/value (B, KV, L, D); a mask shared by all heads broadcasts. A
-    `DecodeSpan` in place of the mask (attention "filled") reads only the filled positions."""
+    `DecodeSpan` in place of the mask (attention "filled") reads only the filled positions; a mask
+    shorter than the cache (attention "buckets") reads the positions it covers."""
     if isinstance(attention_mask, DecodeSpan):
         return filled_decode_attention(query, key, value, attention_mask, scaling), None
+    if attention_mask is not None and attention_mask.shape[-1] < key.shape[2]:
+        key, value = key[:, :, :attention_mask.shape[-1]], value[:, :, :attention_mask.shape[-1]]
     groups = getattr(module, "num_key_value_groups", 1)
     shared_mask = attention_mask is None or attention_mask.shape[1] == 1
     if query.shape[2] != 1 or groups == 1 or not shared_mask or kwargs.get("position_bias") is not None:
@@ -144,20 +153,22 @@ class StaticDecoder:
     `compile`; prompts are left-padded to a multiple of `prompt_bucket` so shapes repeat."""
 
     def __init__(self, model, *, compile: bool, prompt_bucket: int = 256, compile_config=None,
-                 attention: str = "whole"):
+                 attention: str = "whole", key_chunk: int = KEY_CHUNK):
         if attention not in ATTENTIONS:
             raise ConfigError([f"grpo.generation_attention={attention!r}: use {', '.join(ATTENTIONS)}"], "salon train")
-        self.model, self.compile, self.prompt_bucket = model, compile, prompt_bucket
-        self.attention = attention if attention == "whole" or filled_applies(model) else "whole"
+        self.model, self.compile, self.prompt_bucket, self.key_chunk = model, compile, prompt_bucket, key_chunk
+        applies = {"whole": True, "filled": filled_applies(model), "buckets": buckets_applies(model, compile)}
+        self.attention = attention if applies[attention] else "whole"
         if self.attention != attention:
-            log.info("compiled generation: attention over the filled part does not apply to %s (sliding windows or "
-                     "head shapes); reading the whole cache", type(model).__name__)
+            log.info("compiled generation: attention %r does not apply to %s (sliding windows, head shapes, another "
+                     "attention than %s, or a torch.compile without isolate_recompiles); reading the whole cache",
+                     attention, type(model).__name__, ATTENTION)
         cc = compile_config or CompileConfig(fullgraph=True, dynamic=False, mode="reduce-overhead")
         self.compile_config = cc
-        self.step = self._step
-        if compile:
-            options = {"backend": cc.backend, "fullgraph": cc.fullgraph, "dynamic": cc.dynamic}
-            self.step = torch.compile(self._step, **options, **({"mode": cc.mode} if cc.mode else {}))
+        self.compile_options = {"backend": cc.backend, "fullgraph": cc.fullgraph, "dynamic": cc.dynamic,
+                                **({"mode": cc.mode} if cc.mode else {})}
+        self.step = torch.compile(self._step, **self.compile_options) if compile else self._step
+        self.keyed_steps: dict[int, object] = {}  # buckets: the compiled step per attended length
         self.cache_kw = cache_argument(model)
         self.caches: dict[tuple[int, int], StaticCache] = {}
         self.compiled_for: set[tuple] = set()  # (shape, sampling settings): what one compiled step is specific to
@@ -192,9 +203,26 @@ class StaticDecoder:
         cache.reset()
         return cache
 
-    def _step(self, token, position, mask, unfinished, cache, warpers: list, do_sample: bool, eos, pad: int):
+    def keyed_step(self, keys: int):
+        """The step attending `keys` positions (attention "buckets"), compiled when the decoder compiles.
+        Each length is a torch.compile of its own with `isolate_recompiles`: its graphs (one per shape
+        and sampling settings) sit in a dynamo cache of their own, so the lengths do not add up against
+        dynamo's recompile_limit (8 per cache) as one shared cache would."""
+        if not self.compile:
+            return self._step
+        if keys not in self.keyed_steps:
+            self.keyed_steps[keys] = torch.compile(self._step, **self.compile_options, isolate_recompiles=True)
+        return self.keyed_steps[keys]
+
+    def _step(self, token, position, mask, unfinished, cache, warpers: list, do_sample: bool, eos, pad: int,
+              keys: int | None = None):
         """One token per row: the forward on `token` at `position`, the warpers, a sample (or argmax);
-        rows already finished get `pad`. Returns (tokens, still unfinished)."""
+        rows already finished get `pad`. Returns (tokens, still unfinished). With `keys`, attention
+        reads the cache's first `keys` positions: the 2D mask cut there becomes the full-attention
+        layers' prepared mask (what transformers builds from the 2D mask on a static cache, causal
+        and padding, is the same for one query token: the 2D mask has no 1 past the current position)."""
+        if keys is not None:
+            mask = {"full_attention": mask[:, None, None, :keys].bool()}
         logits = self.model(input_ids=token, attention_mask=mask, position_ids=position, use_cache=True,
                             logits_to_keep=1, **{self.cache_kw: cache}).logits[:, -1].float()
         chosen = choose(logits, warpers, do_sample)
@@ -224,20 +252,20 @@ class StaticDecoder:
         settings = (shape, cfg.do_sample, pad, repr([vars(w) for w in warpers or []]), self.attention)
         t0 = time.perf_counter()
         out = None
-        if warpers is not None and self.loop_error is None and self.attention == "filled":
+        if warpers is not None and self.loop_error is None and self.attention != "whole":
             try:
-                out = self._loop(ids, mask, cfg, warpers, cache, pad, DecodeSpan.start(mask, bucket, prompt_ids))
-            except Exception as e:  # the kernel or its capture failed: the loop as before, on the whole cache
+                out = self._loop(ids, mask, cfg, warpers, cache, pad, prompt_ids)
+            except Exception as e:  # the kernel, a compile or a capture failed: the loop as before, on the whole cache
                 if not self.compile:
                     raise
+                log.warning("compiled generation: attention %r failed (%s: %s); reading the whole cache from now on",
+                            self.attention, type(e).__name__, str(e).splitlines()[0][:300] if str(e) else "")
                 self.attention = "whole"
-                log.warning("compiled generation: attention over the filled part failed (%s: %s); reading the whole "
-                            "cache from now on", type(e).__name__, str(e).splitlines()[0][:300] if str(e) else "")
                 cache.reset()
                 mask[:, bucket:] = 0
         if out is None and warpers is not None and self.loop_error is None:
             try:
-                out = self._loop(ids, mask, cfg, warpers, cache, pad, None)
+                out = self._loop(ids, mask, cfg, warpers, cache, pad, prompt_ids)
             except Exception as e:  # a compile or capture failure must not end a training run
                 if not self.compile:
                     raise
@@ -260,12 +288,14 @@ class StaticDecoder:
         self.compiled_for.add(settings)
         return out
 
-    def _loop(self, ids, mask, cfg, warpers, cache, pad: int, span: DecodeSpan | None) -> torch.Tensor:
-        """The decode loop; with a `span`, each step's attention reads the filled positions only."""
+    def _loop(self, ids, mask, cfg, warpers, cache, pad: int, prompt_ids: list[list[int]]) -> torch.Tensor:
+        """The decode loop, each step's attention as `self.attention` says."""
         batch, bucket = ids.shape
         prompt_mask = mask[:, :bucket]
-        # what each step's attention gets: the 2D mask (transformers builds SDPA's mask from it), or the
-        # span itself in place of every layer's mask (transformers passes a dict of masks through)
+        span = DecodeSpan.start(mask, bucket, prompt_ids) if self.attention == "filled" else None
+        # what each step's attention gets: the 2D mask (transformers builds SDPA's mask from it; under
+        # buckets the step cuts it first), or the span itself in place of every layer's mask
+        # (transformers passes a dict of masks through)
         step_mask = mask if span is None else {kind: span for kind in set(self.model.config.layer_types)}
         position = (prompt_mask.cumsum(-1) - 1).masked_fill(prompt_mask == 0, 0)
         eos = torch.tensor(eos_ids(cfg) or [-1], dtype=torch.long, device=ids.device)
@@ -280,13 +310,17 @@ class StaticDecoder:
             if i % SYNC_EVERY == 0 and not bool(unfinished.any()):
                 break
             mask[:, bucket + i - 1] = 1  # the token fed now is attended from here on
+            step, keys = self.step, None
             if span is not None:
                 span.advance(bucket + i)
+            elif self.attention == "buckets":  # every row has bucket + i positions filled now
+                keys = bucket_keys(bucket + i, mask.shape[1], self.key_chunk)
+                step = self.keyed_step(keys)
             position = position + 1
             if self.compile:
                 torch.compiler.cudagraph_mark_step_begin()  # the last replay's outputs are read: copied below
-            token, unfinished = self.step(out[:, i - 1:i], position, step_mask, unfinished, cache, warpers,
-                                          cfg.do_sample, eos, pad)
+            token, unfinished = step(out[:, i - 1:i], position, step_mask, unfinished, cache, warpers, cfg.do_sample,
+                                     eos, pad, keys)
             out[:, i] = token
             unfinished = unfinished.clone()
             steps = i + 1
@@ -307,15 +341,6 @@ class StaticDecoder:
         out = self.model.generate(input_ids=ids, attention_mask=prompt_mask, generation_config=cfg,
                                   **{self.cache_kw: cache})
         return out[:, ids.shape[1]:]
-
-
-def filled_applies(model) -> bool:
-    """Attention over the filled part runs where every layer is full attention on grouped heads."""
-    cfg = model.config.get_text_config(decoder=True)
-    kinds = set(getattr(cfg, "layer_types", None) or ["full_attention"])
-    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    return kinds == {"full_attention"} and getattr(model.config, "layer_types", None) is not None and \
-        supported(cfg.num_attention_heads, cfg.num_key_value_heads, head_dim)
 
 
 def cache_argument(model) -> str:

@@ -1,13 +1,28 @@
-"""Attention of one decode token over the filled part of a static KV cache (`grpo.generation_attention: filled`).
+"""Attention of one decode token over the filled part of a static KV cache: `grpo.generation_attention`
+`buckets` (SDPA on the cache cut at a chunk boundary) or `filled` (a Triton kernel).
 
-    span = DecodeSpan.start(mask, bucket, prompt_ids)       # once per generate call
+    keys = bucket_keys(filled, cache_length)               # buckets: a Python int, one compiled step per value
+    span = DecodeSpan.start(mask, bucket, prompt_ids)       # filled: once per generate call
     span.advance(end)                                      # before each decode step: positions [.., end) are filled
     out = filled_decode_attention(query, key, value, span, scale)   # (batch, 1, heads, head_dim)
 
 A static cache holds bucket + max_new_tokens positions per row, and SDPA reads all of them at every
 step, masked or not: at 8 x 2,048 new tokens after a 600-token prompt the filled part is about 61 %
 of the cache on average (shared/reference/generation-speed.md: 1.89 ms against 0.78 ms a step on an
-H200). Here a split-KV Triton kernel reads only positions [begin, end): begin is the first position
+H200).
+
+Buckets. Every row's prompt is left-padded to the same bucket, so at decode step i exactly bucket + i
+positions are filled in every row, a number the loop knows without asking the device. Rounded up
+to a multiple of `KEY_CHUNK`, it is the length of the step's mask, and the decoder's attention reads
+key and value only up to the mask's length. transformers would build that mask at the cache's full
+length (on a StaticCache `get_mask_sizes` gives max_cache_len, and `masking_utils.sdpa_mask` pads
+the 2D mask to it), so the step builds it itself from the decoder's 2D mask cut at the length and
+passes it as the full-attention layers' prepared mask (a dict of masks by layer kind, which the
+model uses as it is). The positions cut off are ones the whole cache's mask gives zero weight: the
+same attention over fewer masked positions. Each length is its own static shape, so its own compiled
+step (decode.py): about max_new_tokens / KEY_CHUNK of them per prompt bucket.
+
+Filled. A split-KV Triton kernel reads only positions [begin, end): begin is the first position
 any row's prompt uses (the bucket's left padding before it is skipped), end the positions filled so
 far, read from a device tensor, so one captured CUDA graph serves every step. Each program takes
 one (row, KV head, slice of positions), folds the KV head's query heads into one tile (grouped
@@ -29,6 +44,7 @@ which the tests compare with the kernel under Triton's interpreter.
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
 
@@ -40,6 +56,8 @@ try:
 except ImportError:  # no Triton: the reference path only (a CPU-only torch build)
     triton = None
 
+ATTENTION = "salon_grouped_decode"  # the merged copy's attention (decode.grouped_decode_attention)
+KEY_CHUNK = 256  # buckets: the positions a step attends, rounded up to a multiple of this
 BLOCK_N = 64  # positions per inner step of a program
 SPLIT = 256  # positions per program (a multiple of BLOCK_N): more programs for short caches
 
@@ -185,3 +203,33 @@ if triton is not None:
 def supported(query_heads: int, kv_heads: int, head_dim: int) -> bool:
     """Shapes the kernel takes: a power-of-two head dim of at least 16, whole groups."""
     return query_heads % kv_heads == 0 and head_dim >= 16 and head_dim == 2 ** int(math.log2(head_dim))
+
+
+def bucket_keys(filled: int, length: int, chunk: int = KEY_CHUNK) -> int:
+    """The positions a decode step attends under "buckets": `filled` rounded up to a multiple of
+    `chunk`, at most the cache's `length`."""
+    return min(-(-filled // chunk) * chunk, length)
+
+
+def full_attention_only(model) -> bool:
+    """Every layer full attention (no sliding windows), and a model whose forward takes prepared masks
+    by layer kind (transformers' `layer_types`)."""
+    cfg = model.config.get_text_config(decoder=True)
+    kinds = set(getattr(cfg, "layer_types", None) or ["full_attention"])
+    return kinds == {"full_attention"} and getattr(model.config, "layer_types", None) is not None
+
+
+def filled_applies(model) -> bool:
+    """Attention over the filled part runs where every layer is full attention on grouped heads."""
+    cfg = model.config.get_text_config(decoder=True)
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    return full_attention_only(model) and supported(cfg.num_attention_heads, cfg.num_key_value_heads, head_dim)
+
+
+def buckets_applies(model, compile: bool) -> bool:
+    """Buckets run where every layer is full attention through salon's attention (which cuts the keys
+    at the mask's length; transformers' own would refuse a mask shorter than the cache), and, when
+    compiling, where torch.compile keeps each length's graphs apart (`isolate_recompiles`): under
+    one shared cache the lengths of one shape alone would pass dynamo's recompile_limit (8)."""
+    return full_attention_only(model) and model.config._attn_implementation == ATTENTION and \
+        (not compile or "isolate_recompiles" in inspect.signature(torch.compile).parameters)
