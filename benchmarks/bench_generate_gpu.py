@@ -13,6 +13,9 @@ zero, so the adapter counts). In one run, on the same model and prompts, at each
                        attention over the filled positions only (grpo.generation_attention=filled)
   compiled_whole_cache the same, attention over the whole static cache (grpo.generation_attention=whole,
                        the default)
+  compiled_buckets     the same, attention over the filled positions rounded up to a multiple of 256
+                       (grpo.generation_attention=buckets: one compiled step per length, so its first
+                       call compiles about tokens / 256 graphs)
 Each sequence runs `--tokens` new tokens (no EOS) after a 600-token prompt, sampling on (top-p
 0.95, top-k 20). `compiled` is timed on its second call (the first compiles); `generate` after a
 short warm-up. The bound is batch x bandwidth / (weight bytes + mean KV bytes) with the copy
@@ -34,7 +37,9 @@ import time
 from pathlib import Path
 
 PROMPT_TOKENS = 600  # the painting prompt (system + user) is about this long
-ENGINES = ("compiled", "compiled_whole_cache", "generate", "continuous_batching")  # compiled first: fails fastest
+# compiled first: fails fastest
+ENGINES = ("compiled", "compiled_whole_cache", "compiled_buckets", "generate", "continuous_batching")
+ATTENTION = {"compiled": "filled", "compiled_whole_cache": "whole", "compiled_buckets": "buckets"}  # generation_attention
 
 
 def copy_bandwidth(device) -> float:
@@ -177,8 +182,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.tokens} new tokens", flush=True)
 
     policy = MergedPolicy(model) if "compiled" in args.engines else None
-    decoder = {engine: StaticDecoder(policy.model, compile=device.type == "cuda",
-                                     attention="whole" if engine == "compiled_whole_cache" else "filled")
+    decoder = {engine: StaticDecoder(policy.model, compile=device.type == "cuda", attention=ATTENTION[engine])
                for engine in args.engines.split(",") if engine.startswith("compiled")} if policy else {}
     if policy:
         probe = torch.randint(10, 300, (2, prompt_tokens), device=device)
