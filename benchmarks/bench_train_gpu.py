@@ -3,6 +3,7 @@
     python benchmarks/bench_train_gpu.py --json benchmarks/results/bench_train_gpu_h200.json
     python benchmarks/bench_train_gpu.py --prompts-per-step 8 --json benchmarks/results/bench_train_gpu_64_h200.json
     python benchmarks/bench_train_gpu.py --engines compiled --add --json FILE  # one engine per call, into FILE
+    python benchmarks/bench_train_gpu.py --engines compiled,compiled_buckets --json FILE  # two attentions, one run
     python benchmarks/bench_train_gpu.py --engines compiled --render-paths on,off \
         --render-json benchmarks/results/bench_train_render_h200.json   # GPU against SwiftShader rendering, one run
     python benchmarks/bench_train_gpu.py --cpu --tokens 32 --steps 3       # the same code on a CPU, tiny models
@@ -23,12 +24,17 @@ the same GPU, the rollout archive, with these changes:
   --prompts-per-step P                  P prompts x 8 completions generated at once per optimiser
                 step (per_device_train_batch_size 8, gradient_accumulation_steps P)
 
-Each engine (`--engines`, grpo.generation names) runs `--steps` steps in its own process, so peak
-memory and compile state are its own. Per engine, the JSON holds steady-state means (the first
-step, which loads and compiles, left out) of:
+Each engine (`--engines`: grpo.generation names, or compiled_ATTENTION for grpo.generation=compiled
+with grpo.generation_attention=ATTENTION, e.g. compiled_buckets) runs `--steps` steps in its own
+process, so peak memory and compile state are its own. Per engine, the JSON holds steady-state
+means (the first step, which loads and compiles, left out) of:
   step_s          one optimiser step, first micro-step to after the optimizer's update
   generation_s    TRL's `_generate` (tokenize, generate, decode)
   tokens_per_s    completion tokens generated / generation_s
+  generation_share_of_bound  tokens_per_s against bench_generate_gpu.py's memory-bandwidth bound for
+                  the step's generation: its rows generated at once, their mean prompt and
+                  completion lengths, the policy's weight bytes, the copy bandwidth measured in
+                  the engine's process after its run
   render_wait_s   the reward's wait for paintings (salon/time/render_wait_s; rendering starts at
                   generation time, so most of it overlaps TRL's log-prob passes)
   judge_s         judging (salon/time/judge_s)
@@ -58,11 +64,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_generate_gpu import bound_tokens_per_s, copy_bandwidth  # benchmarks/ is on sys.path when run as a script
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "curate" / "examples"
 REFERENCE_SKETCHES = {"love": ["hibiscus_03_layered", "koi_02_swirl", "jellyfish_02_drifting"],
                       "okay": ["mountain_02_collapse", "still_02_teacup", "hibiscus_01_sketch"]}
-KEYS = ("step_s", "generation_s", "tokens_per_s", "render_wait_s", "judge_s", "optimisation_s", "peak_memory_gib")
+KEYS = ("step_s", "generation_s", "tokens_per_s", "generation_share_of_bound", "render_wait_s", "judge_s",
+        "optimisation_s", "peak_memory_gib")
+DIGITS = {"tokens_per_s": 1, "generation_share_of_bound": 4}  # the others: 2
 NUM_GENERATIONS = 8
 
 
@@ -81,11 +91,15 @@ def render_references(folder: Path, gpu: str) -> Path:
 
 
 class Timings:
-    """Per optimiser step: its wall time, TRL's `_generate` (seconds, completion tokens) and its rollout."""
+    """Per optimiser step: its wall time, TRL's `_generate` (seconds, calls, rows, prompt and completion
+    tokens) and its rollout."""
 
     def __init__(self):
         self.step: dict[int, float] = {}
         self.generation: dict[int, float] = {}
+        self.calls: dict[int, int] = {}
+        self.rows: dict[int, int] = {}
+        self.prompt_tokens: dict[int, int] = {}
         self.tokens: dict[int, int] = {}
         self.rollout: dict[int, float] = {}
 
@@ -111,14 +125,44 @@ class Timings:
                 out = real(trainer, *a, **kw)
                 step = trainer.state.global_step
                 seconds[step] = seconds.get(step, 0.0) + time.perf_counter() - t0
-                if count_tokens:  # out[1]: the completion ids
-                    timings.tokens[step] = timings.tokens.get(step, 0) + sum(len(c) for c in out[1])
+                if count_tokens:  # out[0], out[1]: the prompt and completion ids
+                    for counts, n in ((timings.calls, 1), (timings.rows, len(out[1])),
+                                      (timings.prompt_tokens, sum(len(p) for p in out[0])),
+                                      (timings.tokens, sum(len(c) for c in out[1]))):
+                        counts[step] = counts.get(step, 0) + n
                 return out
             return wrapped
 
         CallbackHandler.on_step_begin, CallbackHandler.on_step_end = on_step_begin, on_step_end
         GRPOTrainer._generate = timed(real_generate, self.generation, count_tokens=True)
         GRPOTrainer._generate_and_score_completions = timed(real_rollout, self.rollout)
+
+
+def engine_overrides(engine: str) -> list[str]:
+    """The grpo settings of an --engines name: compiled_ATTENTION is the compiled engine with that attention."""
+    if engine.startswith("compiled_"):
+        return ["grpo.generation=compiled", f"grpo.generation_attention={engine.removeprefix('compiled_')}"]
+    return [f"grpo.generation={engine}"]
+
+
+def weight_bytes(folder: Path, itemsize: int) -> int:
+    """The policy's parameter bytes at `itemsize` bytes each (a model on the meta device: nothing loaded)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(folder))
+    return sum(p.numel() for p in model.parameters()) * itemsize
+
+
+def generation_bound(timings: Timings, step: int, cfg, nbytes: int, bandwidth: float) -> float:
+    """bench_generate_gpu's bound for one step's generation: its rows generated at once, their mean
+    prompt and completion lengths."""
+    rows = timings.rows.get(step, 0)
+    if not rows:
+        return float("nan")
+    return bound_tokens_per_s(cfg, nbytes, rows / timings.calls[step], timings.prompt_tokens[step] / rows,
+                              timings.tokens[step] / rows, bandwidth)
 
 
 def run_dir(args, engine: str, gpu_render: str) -> Path:
@@ -128,6 +172,7 @@ def run_dir(args, engine: str, gpu_render: str) -> Path:
 def run_engine(args, engine: str, refs: Path, gpu_render: str) -> dict:
     """One engine's run in this process: {"steps": [per-step rows], "peak_memory_gib": x}."""
     import torch
+    from transformers import AutoConfig
 
     from salon.train.archive import load_rollouts
     from salon.train.config import load_config
@@ -140,7 +185,7 @@ def run_engine(args, engine: str, refs: Path, gpu_render: str) -> dict:
     overrides = [f"output_dir={run_dir(args, engine, gpu_render)}", f"policy.model={policy}", f"judge.model={judge}",
                  f"judge.references={refs}", "smoke.examples=1.0", f"grpo.max_steps={args.steps}",
                  f"grpo.save_steps={args.steps}", "grpo.warmup_steps=0", "grpo.report_to=[]", "grpo.logging_steps=1",
-                 f"grpo.max_completion_length={args.tokens}", f"grpo.generation={engine}",
+                 f"grpo.max_completion_length={args.tokens}", *engine_overrides(engine),
                  f"grpo.num_generations={NUM_GENERATIONS}", f"grpo.per_device_train_batch_size={NUM_GENERATIONS}",
                  f"grpo.gradient_accumulation_steps={args.prompts_per_step}",
                  f"render.workers={args.workers}", f"render.browsers={args.browsers}", f"render.gpu={gpu_render}",
@@ -165,6 +210,12 @@ def run_engine(args, engine: str, refs: Path, gpu_render: str) -> dict:
                       "optimisation_s": timings.step[step] - rollout, "reward_s": reward,
                       "logprob_s": rollout - generation - reward})
     memory = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else 0.0
+    # after the peak is read: the copy's 2 GiB buffers stay out of it
+    bandwidth = copy_bandwidth(torch.device("cpu" if args.cpu else "cuda"))
+    cfg, nbytes = AutoConfig.from_pretrained(policy), weight_bytes(policy, 4 if args.cpu else 2)  # float32 / bf16
+    for row in steps:
+        row["generation_share_of_bound"] = row["tokens_per_s"] / generation_bound(timings, row["step"] - 1, cfg, nbytes,
+                                                                                 bandwidth)
     # the GL path the reward's paintings were drawn on, as the archive recorded it
     gl = load_rollouts(run_dir(args, engine, gpu_render), images=False)["render_gl"].dropna().unique()
     return {"steps": steps, "peak_memory_gib": memory, "render_gl": sorted(map(str, gl))}
@@ -173,13 +224,13 @@ def run_engine(args, engine: str, refs: Path, gpu_render: str) -> dict:
 def steady_mean(part: dict) -> dict:
     steady = part["steps"][1:] or part["steps"]
     means = {k: statistics.mean(s[k] for s in steady) for k in KEYS if k != "peak_memory_gib"}
-    return {k: round(means[k] if k in means else part["peak_memory_gib"], 2 if k != "tokens_per_s" else 1)
-            for k in KEYS}
+    return {k: round(means[k] if k in means else part["peak_memory_gib"], DIGITS.get(k, 2)) for k in KEYS}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--engines", default="transformers,compiled", help="grpo.generation engines, in order")
+    ap.add_argument("--engines", default="transformers,compiled", help="grpo.generation engines, in order; "
+                    "compiled_ATTENTION: compiled with that grpo.generation_attention (compiled_buckets)")
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--tokens", type=int, default=2048, help="max_completion_length")
     ap.add_argument("--prompts-per-step", type=int, default=1, help="prompts x 8 completions per optimiser step")
