@@ -23,9 +23,10 @@ bound (shared/reference/generation-speed.md). This engine owns that path instead
    in place) and one compiled function per decode step, forward, warpers, sampling and EOS
    bookkeeping together (torch.compile, mode reduce-overhead: one CUDA graph replay per token),
    with attention that reads the KV heads as cached instead of repeating them per query head
-   (`grpo.generation_attention: filled` reads only the cache positions filled so far, a group's
-   prompt positions from one row: decode_attention.py; measured slower than the whole cache on an
-   H200 so far, docs/training.md's generation engines).
+   (`grpo.generation_attention: buckets` reads the cache up to the filled positions rounded up to
+   a multiple of 256, one compiled step per length; `filled` reads only the filled positions, a
+   group's prompt positions from one row, and was measured slower than the whole cache on an H200:
+   decode_attention.py, docs/training.md's generation engines).
    Prompts are left-padded to a multiple of `prompt_bucket` tokens, so shapes repeat across steps.
 3. Sampling is TRL's `GenerationConfig` (temperature, top-p, top-k, EOS ids, max_completion_length)
    with generate's own warpers and sampling rule (decode.py says how it is the same), on the
@@ -41,10 +42,13 @@ the sampling settings, which are fixed within a run. With a fixed generation bat
 once per prompt bucket its prompts fall in: prompts whose lengths span S tokens touch at most
 S // prompt_bucket + 2 buckets, so a 200-step run of salon's painting prompts (one subject: one
 length) compiles once (about 45 s on an H200 for Qwen3-1.7B), and never more than dynamo's
-recompile_limit (8) shapes. Each call logs `salon/generation/compiled_graphs` (dynamo graphs
-compiled so far), `salon/generation/shapes` and `salon/generation/decode_loop` (1 when the loop
-ran, 0 when transformers' generate did); a graph compiled again for a shape and settings already
-seen is logged as a warning (a guard failed, which is a bug, not a cost to accept).
+recompile_limit (8) shapes. Under `generation_attention: buckets` each shape compiles one step per
+attended length (max_completion_length / 256 of them), each length a torch.compile with a dynamo
+cache of its own, so the limit counts one length's shapes. Each call logs
+`salon/generation/compiled_graphs` (dynamo graphs compiled so far), `salon/generation/shapes` and
+`salon/generation/decode_loop` (1 when the loop ran, 0 when transformers' generate did); a graph
+compiled again for a shape and settings already seen is logged as a warning (a guard failed, which
+is a bug, not a cost to accept).
 
 Memory. The copy costs the base model's weights once more (3.4 GB for Qwen3-1.7B in bf16), each
 cache batch x (bucket + max_completion_length) x layers x 2 x KV heads x head dim x 2 bytes. Both
