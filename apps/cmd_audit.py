@@ -6,7 +6,8 @@ Reads RUN_DIR/rollouts/ (written by `salon train`) and computes per step: paint 
 blank share, diversity within groups and across prompts, each reward component's mean and std,
 bottom / median / top reward and the count under 0.3, frac_reward_zero_std; over the run and the
 last window: correlation between components (flagged above 0.85) and saturation. Alarms: coverage
-falling or diversity collapsing while the reward rises. Figures (audit.png, correlation.png,
+falling, diversity collapsing or a component (gate, judge, an image measure) falling while the reward
+rises; the windows and limits are the run's own `audit:` section (RUN_DIR/salon_train.yaml). Figures (audit.png, correlation.png,
 image grids) go to --out (default RUN_DIR/audit/). Exit code 1 when an alarm fired.
 
 --suspects K lists the K highest-reward rollouts an audit measure flags (blank, low coverage,
@@ -30,8 +31,8 @@ def add_parser(sub) -> None:
     p.add_argument("run_dir", metavar="RUN_DIR", help="a salon train output folder")
     p.add_argument("--json", action="store_true", help="print the whole report as JSON")
     p.add_argument("--out", help="folder for figures (default RUN_DIR/audit)")
-    p.add_argument("--window", type=int, help="steps per comparison window of the alarms (default 20)")
-    p.add_argument("--grid-every", type=int, help="an image grid every N steps (default: 8 grids)")
+    p.add_argument("--window", type=int, help="steps per comparison window of the alarms (default: the run's audit.window)")
+    p.add_argument("--grid-every", type=int, help="an image grid every N steps (default: the run's audit.grid_every)")
     p.add_argument("--no-figures", action="store_true", help="numbers only")
     p.add_argument("--suspects", type=int, metavar="K",
                    help="list the K highest-reward rollouts an audit measure flags, for review in the app")
@@ -43,8 +44,10 @@ def run(args) -> int:
     from salon.train.audit import audit_run
     from salon.train.config import AuditSettings
 
-    settings = AuditSettings(**{k: v for k, v in (("window", args.window), ("grid_every", args.grid_every or 0))
-                                if v is not None})
+    settings = run_audit_settings(args.run_dir)
+    settings = AuditSettings(**{**vars(settings), **{k: v for k, v in (("window", args.window),
+                                                                       ("grid_every", args.grid_every))
+                                                     if v is not None}})
     out = None if args.no_figures else Path(args.out or Path(args.run_dir) / "audit")
     frame = load_rollouts(args.run_dir)  # read once: the audit and the suspects both go through every painting
     report = audit_run(args.run_dir, settings, out, frame=frame)
@@ -54,6 +57,18 @@ def run(args) -> int:
     else:
         print(summary(report))
     return 1 if report["alarms"] else 0
+
+
+def run_audit_settings(run_dir: str):
+    """The audit section the run trained with (RUN_DIR/salon_train.yaml), so that `salon audit` raises
+    the alarms the run raised live; defaults for a folder without one."""
+    import yaml
+
+    from salon.train.config import AuditSettings
+
+    saved = Path(run_dir) / "salon_train.yaml"
+    section = (yaml.safe_load(saved.read_text()) or {}).get("audit") if saved.is_file() else None
+    return AuditSettings(**section) if isinstance(section, dict) else AuditSettings(grid_every=0)
 
 
 def suspect_lists(run_dir: str, k: int | None, frame=None) -> dict:

@@ -27,13 +27,16 @@ import io
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SALON = str(Path(sys.executable).with_name("salon"))
+# the salon beside this interpreter (a venv), else the one on PATH (a system-wide install)
+SALON = str(Path(sys.executable).with_name("salon")) if Path(sys.executable).with_name("salon").exists() \
+    else shutil.which("salon") or "salon"
 EVAL_PROMPTS = ["sunflower", "blue iris"]
 
 

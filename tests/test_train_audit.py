@@ -56,3 +56,33 @@ def test_text_report_names_the_alarm(runs, capsys):
     assert main(["audit", str(runs["collapse"]), "--window", "8", "--no-figures"]) == 1
     out = capsys.readouterr().out
     assert "ALARM" in out and "coverage_falls_while_reward_rises" in out
+
+
+def test_a_component_falling_while_the_reward_rises_raises_its_alarm():
+    from salon.train.audit import alarms
+    from salon.train.config import AuditSettings
+
+    # the reward (the proxy) climbs while the judge, logged beside it, loses 0.1 and gate pass 0.3:
+    # the hack run's signature; length falls by 0.01 only, under the absolute limit of 0.05
+    history = [{"step": s, "reward/mean": 0.2 + 0.02 * s, "coverage": 0.5, "diversity_within": 0.05,
+                "judge/mean": 0.4 if s < 4 else 0.3, "gate/mean": 1.0 if s < 4 else 0.7,
+                "length/mean": 0.06 if s < 4 else 0.05} for s in range(8)]
+    names = {a["name"] for a in alarms(history, AuditSettings(window=4))}
+    assert names == {"judge_falls_while_reward_rises", "gate_falls_while_reward_rises"}
+    flat = [{**h, "reward/mean": 0.3} for h in history]  # no rise of the reward: nothing to say
+    assert alarms(flat, AuditSettings(window=4)) == []
+
+
+def test_audit_uses_the_runs_own_audit_section(runs, capsys, tmp_path):
+    import shutil
+
+    import yaml
+
+    run = tmp_path / "run"
+    shutil.copytree(runs["collapse"], run)
+    (run / "salon_train.yaml").write_text(yaml.safe_dump({"audit": {"window": 8, "grid_every": 3}}))
+    assert main(["audit", str(run), "--json", "--no-figures"]) == 1  # window 8 from the run, as --window 8 gave
+    assert {a["name"] for a in json.loads(capsys.readouterr().out)["alarms"]} == {
+        "coverage_falls_while_reward_rises", "diversity_collapses_while_reward_rises"}
+    assert main(["audit", str(run), "--json", "--no-figures", "--window", "400"]) == 0  # the flag still wins
+    capsys.readouterr()

@@ -13,8 +13,9 @@ step 100. So we watch paint coverage (share of a 4x4 grid holding paint) and the
 diversity within groups and across prompts, every component's mean and std, correlation between
 components (above 0.85 one is a proxy of the other), saturation (a component with almost no
 variance gives no signal), the bottom / median / top reward and the count under 0.3, and
-`frac_reward_zero_std`. An alarm fires when coverage falls or diversity collapses while the
-reward rises (the last window of steps against the one before).
+`frac_reward_zero_std`. An alarm fires when coverage falls, diversity collapses or any logged
+component (gate pass, the judge, an image measure) falls while the reward rises (the last window
+of steps against the one before).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ import numpy as np
 from salon.pool.paint import BLANK_FRACTION
 from salon.train.config import AuditSettings
 
+# a component's fall raises an alarm past this many standard errors of the two windows' difference:
+# with 16 rollouts a step, gate pass alone moves by 6 % from one painting
+NOISE_SE = 2.0
 MIN_SAMPLES = 8  # fewer rollouts than this say nothing about correlation or saturation
 
 
@@ -111,7 +115,8 @@ def window_checks(rows: list[dict], components: list[str], settings: AuditSettin
 
 
 def alarms(history: list[dict], settings: AuditSettings) -> list[dict]:
-    """Every step where coverage fell or within-group diversity collapsed while the reward rose.
+    """Every step where coverage fell, within-group diversity collapsed or a component fell while the
+    reward rose.
 
     At each step, the mean of the last `w` steps is compared with the `w` before them
     (w = settings.window, shrunk to half the history when shorter, never below 3 steps).
@@ -131,15 +136,36 @@ def alarms(history: list[dict], settings: AuditSettings) -> list[dict]:
         if r_late is None or r_early is None or r_late - r_early <= settings.reward_rise:
             continue
         step = history[i]["step"]
-        for key, name, limit in (("coverage", "coverage_falls_while_reward_rises", settings.coverage_drop),
-                                 ("diversity_within", "diversity_collapses_while_reward_rises",
-                                  settings.diversity_drop)):
+        # a component (gate pass, the judge, an image measure) that falls while the reward rises: the
+        # reward is climbing on something that component does not see, whether or not it is weighted
+        measures = sorted({k[:-len("/mean")] for r in history for k in r if k.endswith("/mean") and k != "reward/mean"})
+        watched = [("coverage", "coverage_falls_while_reward_rises", settings.coverage_drop, "a template"),
+                   ("diversity_within", "diversity_collapses_while_reward_rises", settings.diversity_drop,
+                    "a template")]
+        watched += [(f"{c}/mean", f"{c}_falls_while_reward_rises", settings.component_fall, f"what {c} penalises")
+                    for c in measures]
+        for key, name, limit, look in watched:
             a, b = m(early, key), m(late, key)
-            if a and b is not None and (a - b) / a > limit:
+            if a is None or b is None:
+                continue
+            if key.endswith("/mean"):  # a component: its fall must also stand out of the steps' own noise
+                fall, noise = a - b, NOISE_SE * standard_error(early, late, key)
+                limit = max(limit, noise)
+            else:
+                fall = (a - b) / a if a else 0.0
+            if fall > limit:
                 out.append({"name": name, "step": step, "message": (
                     f"{key} {a:.3f} -> {b:.3f} ({(b - a) / a:+.0%}) while reward {r_early:.3f} -> {r_late:.3f} "
-                    f"over steps {early[0]['step']}..{late[-1]['step']}: look at the image grids for a template")})
+                    f"over steps {early[0]['step']}..{late[-1]['step']}: look at the image grids for {look}")})
     return out
+
+
+def standard_error(early: list[dict], late: list[dict], key: str) -> float:
+    """The standard error of the difference of two windows' means of `key`, from its per-step values."""
+    def var_over_n(rows):
+        v = [r[key] for r in rows if r.get(key) is not None]
+        return float(np.var(v, ddof=1)) / len(v) if len(v) > 1 else 0.0
+    return math.sqrt(var_over_n(early) + var_over_n(late))
 
 
 def reward_caption(row: dict) -> str:

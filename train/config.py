@@ -175,6 +175,9 @@ class AuditSettings:
     reward_rise: float = 0.02  # the reward "rises" when the window mean grows by this much
     coverage_drop: float = 0.15  # relative fall of coverage that raises an alarm
     diversity_drop: float = 0.25  # relative fall of within-group diversity that raises an alarm
+    # absolute fall of a component's mean (gate, judge, a measure: each in [0, 1]) that raises an alarm;
+    # absolute because a relative fall of a component near 0 (length, 0.06 on the tiny runs) is noise
+    component_fall: float = 0.05
 
     def __post_init__(self):
         raise_problems("audit", field_problems(self, "audit."))
