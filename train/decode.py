@@ -48,7 +48,7 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from salon.pool.errors import ConfigError
 from salon.train.decode_attention import (ATTENTION, KEY_CHUNK, DecodeSpan, bucket_keys, buckets_applies,
-                                          filled_applies, filled_decode_attention)
+                                          filled_applies, filled_decode_attention, isolates_recompiles)
 
 # grpo.generation_attention: the filled positions rounded up to a chunk, exactly the filled ones, or all of them
 ATTENTIONS = ("buckets", "filled", "whole")
@@ -74,10 +74,16 @@ UNSUPPORTED_FIELDS = (
 
 def grouped_decode_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None,
                              is_causal=None, **kwargs):
-    """SDPA for one query token without repeating the KV heads: query (B, H, 1, D) becomes
+    """Attention of one query token without repeating the KV heads: query (B, H, 1, D) becomes
     (B, KV, H/KV, D) against key/value (B, KV, L, D); a mask shared by all heads broadcasts. A
     `DecodeSpan` in place of the mask (attention "filled") reads only the filled positions; a mask
-    shorter than the cache (attention "buckets") reads the positions it covers."""
+    shorter than the cache (attention "buckets") reads the positions it covers.
+
+    Two matmuls and a float32 softmax between them (transformers' eager attention), not SDPA: a
+    fused kernel gives one program to a (row, KV head) and walks its L positions alone, which at
+    batch 8 is 64 programs on a card of 132 multiprocessors, while cuBLAS tiles the positions too.
+    On an H200, 28 layers at batch 8 and 1,792 keys: 0.72 ms against SDPA's 1.25
+    (benchmarks/results/probe_decode_attention_h200.json)."""
     if isinstance(attention_mask, DecodeSpan):
         return filled_decode_attention(query, key, value, attention_mask, scaling), None
     if attention_mask is not None and attention_mask.shape[-1] < key.shape[2]:
@@ -88,8 +94,12 @@ def grouped_decode_attention(module, query, key, value, attention_mask, dropout=
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       is_causal=is_causal, **kwargs)
     batch, heads, _, dim = query.shape
-    out = torch.nn.functional.scaled_dot_product_attention(
-        query.reshape(batch, heads // groups, groups, dim), key, value, attn_mask=attention_mask, scale=scaling)
+    scores = torch.matmul(query.reshape(batch, heads // groups, groups, dim), key.transpose(-1, -2)).float()
+    scores = scores * (dim ** -0.5 if scaling is None else scaling)
+    if attention_mask is not None:
+        scores = scores.masked_fill(~attention_mask, -math.inf) if attention_mask.dtype == torch.bool \
+            else scores + attention_mask
+    out = torch.matmul(torch.softmax(scores, -1).to(value.dtype), value)
     return out.reshape(batch, heads, 1, dim).transpose(1, 2).contiguous(), None
 
 
@@ -157,11 +167,11 @@ class StaticDecoder:
         if attention not in ATTENTIONS:
             raise ConfigError([f"grpo.generation_attention={attention!r}: use {', '.join(ATTENTIONS)}"], "salon train")
         self.model, self.compile, self.prompt_bucket, self.key_chunk = model, compile, prompt_bucket, key_chunk
-        applies = {"whole": True, "filled": filled_applies(model), "buckets": buckets_applies(model, compile)}
+        applies = {"whole": True, "filled": filled_applies(model), "buckets": buckets_applies(model)}
         self.attention = attention if applies[attention] else "whole"
         if self.attention != attention:
             log.info("compiled generation: attention %r does not apply to %s (sliding windows, head shapes, another "
-                     "attention than %s, or a torch.compile without isolate_recompiles); reading the whole cache",
+                     "attention than %s); reading the whole cache",
                      attention, type(model).__name__, ATTENTION)
         cc = compile_config or CompileConfig(fullgraph=True, dynamic=False, mode="reduce-overhead")
         self.compile_config = cc
@@ -203,15 +213,27 @@ class StaticDecoder:
         cache.reset()
         return cache
 
-    def keyed_step(self, keys: int):
+    def keyed_step(self, keys: int, length: int):
         """The step attending `keys` positions (attention "buckets"), compiled when the decoder compiles.
-        Each length is a torch.compile of its own with `isolate_recompiles`: its graphs (one per shape
+        Each length is a torch.compile of its own: with `isolate_recompiles` its graphs (one per shape
         and sampling settings) sit in a dynamo cache of their own, so the lengths do not add up against
-        dynamo's recompile_limit (8 per cache) as one shared cache would."""
+        dynamo's recompile_limit (8 per cache). A torch without it (before 2.14) keeps them all in one
+        cache for the step's code, so the limit is raised to hold 8 shapes of every length a cache of
+        `length` positions has."""
         if not self.compile:
             return self._step
         if keys not in self.keyed_steps:
-            self.keyed_steps[keys] = torch.compile(self._step, **self.compile_options, isolate_recompiles=True)
+            if isolates_recompiles():
+                self.keyed_steps[keys] = torch.compile(self._step, **self.compile_options, isolate_recompiles=True)
+            else:
+                import torch._dynamo.config as dynamo_config
+
+                lengths = -(-length // self.key_chunk)
+                if dynamo_config.recompile_limit < 8 * lengths:
+                    log.info("compiled generation: dynamo's recompile_limit %d -> %d for one step per attended length",
+                             dynamo_config.recompile_limit, 8 * lengths)
+                    dynamo_config.recompile_limit = 8 * lengths
+                self.keyed_steps[keys] = torch.compile(self._step, **self.compile_options)
         return self.keyed_steps[keys]
 
     def _step(self, token, position, mask, unfinished, cache, warpers: list, do_sample: bool, eos, pad: int,
@@ -315,7 +337,7 @@ class StaticDecoder:
                 span.advance(bucket + i)
             elif self.attention == "buckets":  # every row has bucket + i positions filled now
                 keys = bucket_keys(bucket + i, mask.shape[1], self.key_chunk)
-                step = self.keyed_step(keys)
+                step = self.keyed_step(keys, mask.shape[1])
             position = position + 1
             if self.compile:
                 torch.compiler.cudagraph_mark_step_begin()  # the last replay's outputs are read: copied below

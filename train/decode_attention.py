@@ -226,10 +226,12 @@ def filled_applies(model) -> bool:
     return full_attention_only(model) and supported(cfg.num_attention_heads, cfg.num_key_value_heads, head_dim)
 
 
-def buckets_applies(model, compile: bool) -> bool:
+def buckets_applies(model) -> bool:
     """Buckets run where every layer is full attention through salon's attention (which cuts the keys
-    at the mask's length; transformers' own would refuse a mask shorter than the cache), and, when
-    compiling, where torch.compile keeps each length's graphs apart (`isolate_recompiles`): under
-    one shared cache the lengths of one shape alone would pass dynamo's recompile_limit (8)."""
-    return full_attention_only(model) and model.config._attn_implementation == ATTENTION and \
-        (not compile or "isolate_recompiles" in inspect.signature(torch.compile).parameters)
+    at the mask's length; transformers' own would refuse a mask shorter than the cache)."""
+    return full_attention_only(model) and model.config._attn_implementation == ATTENTION
+
+
+def isolates_recompiles() -> bool:
+    """This torch.compile can give each compiled function a dynamo cache of its own."""
+    return "isolate_recompiles" in inspect.signature(torch.compile).parameters

@@ -44,7 +44,7 @@ S // prompt_bucket + 2 buckets, so a 200-step run of salon's painting prompts (o
 length) compiles once (about 45 s on an H200 for Qwen3-1.7B), and never more than dynamo's
 recompile_limit (8) shapes. Under `generation_attention: buckets` each shape compiles one step per
 attended length (max_completion_length / 256 of them), each length a torch.compile with a dynamo
-cache of its own, so the limit counts one length's shapes. Each call logs
+cache of its own (torch 2.14's isolate_recompiles; an older torch raises the limit to hold them). Each call logs
 `salon/generation/compiled_graphs` (dynamo graphs compiled so far), `salon/generation/shapes` and
 `salon/generation/decode_loop` (1 when the loop ran, 0 when transformers' generate did); a graph
 compiled again for a shape and settings already seen is logged as a warning (a guard failed, which
