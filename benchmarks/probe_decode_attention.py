@@ -7,9 +7,10 @@ token per row, left padding masked. Each way runs for 28 layers (a KV cache of i
 the reads come from memory, not L2) inside one compiled function, captured in a CUDA graph and replayed;
 ms per decode step is the replay's time. The ways:
   sdpa_grouped   SDPA with a group's query heads as query rows: (B, KV, G, D) against (B, KV, L, D)
-                 (salon.train.decode.grouped_decode_attention as it is); B x KV programs at most
-  matmul         scores by a batched matmul, the masked softmax in float32, a second matmul for values:
-                 cuBLAS tiles the L positions, so the reads spread over the whole card
+                 (what salon's decode attention was before); B x KV programs at most
+  matmul         salon.train.decode.grouped_decode_attention itself: scores by a batched matmul, the
+                 masked softmax in float32, a second matmul for values; cuBLAS tiles the L positions,
+                 so the reads spread over the whole card
   flex           torch's flex_attention with the mask as a score_mod (its decoding kernel splits the keys)
 Prints the ms per step and the bytes read per step against the copy bandwidth, and each way's largest
 difference from sdpa_grouped.
@@ -34,11 +35,14 @@ def sdpa_grouped(q, k, v, mask):
     return out.reshape(batch, 1, KV * GROUPS, DIM)
 
 
+class _Layer:
+    num_key_value_groups = GROUPS  # what grouped_decode_attention reads off the attention module
+
+
 def matmul(q, k, v, mask):
-    batch = q.shape[0]
-    scores = torch.matmul(q.reshape(batch, KV, GROUPS, DIM), k.transpose(-1, -2)).float() / math.sqrt(DIM)
-    probs = torch.softmax(scores.masked_fill(~mask[:, None, None, :], -math.inf), -1).to(v.dtype)
-    return torch.matmul(probs, v).reshape(batch, 1, KV * GROUPS, DIM)
+    from salon.train.decode import grouped_decode_attention
+
+    return grouped_decode_attention(_Layer, q, k, v, mask[:, None, None, :])[0]
 
 
 def flex(q, k, v, mask):
