@@ -3,7 +3,8 @@
     python benchmarks/bench_train_gpu.py --json benchmarks/results/bench_train_gpu_h200.json
     python benchmarks/bench_train_gpu.py --prompts-per-step 8 --json benchmarks/results/bench_train_gpu_64_h200.json
     python benchmarks/bench_train_gpu.py --engines compiled --add --json FILE  # one engine per call, into FILE
-    python benchmarks/bench_train_gpu.py --engines compiled,compiled_buckets --json FILE  # two attentions, one run
+    python benchmarks/bench_train_gpu.py --add --profile benchmarks/results/train_step_profile_h200.json \
+        --json benchmarks/results/bench_train_gpu_h200.json   # the engine before and now, one more step profiled
     python benchmarks/bench_train_gpu.py --engines compiled --render-paths on,off \
         --render-json benchmarks/results/bench_train_render_h200.json   # GPU against SwiftShader rendering, one run
     python benchmarks/bench_train_gpu.py --cpu --tokens 32 --steps 3       # the same code on a CPU, tiny models
@@ -24,9 +25,10 @@ the same GPU, the rollout archive, with these changes:
   --prompts-per-step P                  P prompts x 8 completions generated at once per optimiser
                 step (per_device_train_batch_size 8, gradient_accumulation_steps P)
 
-Each engine (`--engines`: grpo.generation names, or compiled_ATTENTION for grpo.generation=compiled
-with grpo.generation_attention=ATTENTION, e.g. compiled_buckets) runs `--steps` steps in its own
-process, so peak memory and compile state are its own. Per engine, the JSON holds steady-state
+Each engine (`--engines`: grpo.generation names, or compiled / compiled_buckets / compiled_buckets_graphs:
+grpo.generation=compiled as it was before (the whole cache, a CUDA graph per decode step), with buckets,
+and with buckets and 32 steps per graph, its defaults now) runs `--steps` steps in its own process, so
+peak memory and compile state are its own. Per engine, the JSON holds steady-state
 means (the first step, which loads and compiles, left out) of:
   step_s          one optimiser step, first micro-step to after the optimizer's update
   generation_s    TRL's `_generate` (tokenize, generate, decode)
@@ -94,7 +96,8 @@ class Timings:
     """Per optimiser step: its wall time, TRL's `_generate` (seconds, calls, rows, prompt and completion
     tokens) and its rollout."""
 
-    def __init__(self):
+    def __init__(self, profiled=None):
+        self.profiled = profiled  # a step_profile.ProfiledStep, or None
         self.step: dict[int, float] = {}
         self.generation: dict[int, float] = {}
         self.calls: dict[int, int] = {}
@@ -112,11 +115,15 @@ class Timings:
         real_generate, real_rollout = GRPOTrainer._generate, GRPOTrainer._generate_and_score_completions
 
         def on_step_begin(handler, args, state, control):
+            if timings.profiled:
+                timings.profiled.begin(state.global_step)
             begun[state.global_step] = time.perf_counter()
             return real_begin(handler, args, state, control)
 
         def on_step_end(handler, args, state, control):
             timings.step[state.global_step - 1] = time.perf_counter() - begun[state.global_step - 1]
+            if timings.profiled:
+                timings.profiled.end(state.global_step)
             return real_end(handler, args, state, control)
 
         def timed(real, seconds, count_tokens=False):
@@ -138,10 +145,17 @@ class Timings:
         GRPOTrainer._generate_and_score_completions = timed(real_rollout, self.rollout)
 
 
+# grpo settings of the compiled engines (bench_generate_gpu.py's names): `compiled` is the engine as it was
+# before decode_graphs.py (the whole cache, one CUDA graph per decode step), `compiled_buckets_graphs` its defaults now
+COMPILED = {"compiled": ("whole", 1), "compiled_buckets": ("buckets", 1), "compiled_buckets_graphs": ("buckets", 32)}
+
+
 def engine_overrides(engine: str) -> list[str]:
-    """The grpo settings of an --engines name: compiled_ATTENTION is the compiled engine with that attention."""
-    if engine.startswith("compiled_"):
-        return ["grpo.generation=compiled", f"grpo.generation_attention={engine.removeprefix('compiled_')}"]
+    """The grpo settings of an --engines name: a compiled engine of COMPILED, or a grpo.generation value."""
+    if engine in COMPILED:
+        attention, steps = COMPILED[engine]
+        return ["grpo.generation=compiled", f"grpo.generation_attention={attention}",
+                f"grpo.generation_graph_steps={steps}"]
     return [f"grpo.generation={engine}"]
 
 
@@ -182,9 +196,10 @@ def run_engine(args, engine: str, refs: Path, gpu_render: str) -> dict:
     # built once into the bench's folder and shared by every run (a random 7B judge is 15 GB on disk)
     policy = resolve_model(args.policy, Path(args.out) / "models" / "policy")
     judge = resolve_model(args.judge, Path(args.out) / "models" / "judge")
+    steps_run = args.steps + (1 if args.profile else 0)  # the profiled step comes last and is left out of the means
     overrides = [f"output_dir={run_dir(args, engine, gpu_render)}", f"policy.model={policy}", f"judge.model={judge}",
-                 f"judge.references={refs}", "smoke.examples=1.0", f"grpo.max_steps={args.steps}",
-                 f"grpo.save_steps={args.steps}", "grpo.warmup_steps=0", "grpo.report_to=[]", "grpo.logging_steps=1",
+                 f"judge.references={refs}", "smoke.examples=1.0", f"grpo.max_steps={steps_run}",
+                 f"grpo.save_steps={steps_run}", "grpo.warmup_steps=0", "grpo.report_to=[]", "grpo.logging_steps=1",
                  f"grpo.max_completion_length={args.tokens}", *engine_overrides(engine),
                  f"grpo.num_generations={NUM_GENERATIONS}", f"grpo.per_device_train_batch_size={NUM_GENERATIONS}",
                  f"grpo.gradient_accumulation_steps={args.prompts_per_step}",
@@ -193,12 +208,20 @@ def run_engine(args, engine: str, refs: Path, gpu_render: str) -> dict:
     if args.cpu:
         overrides += ["grpo.use_cpu=true", "grpo.bf16=false", "grpo.gradient_checkpointing=false", "lora.r=4",
                       "lora.alpha=8"]
-    timings = Timings()
+    profiled = None
+    if args.profile:
+        from step_profile import ProfiledStep, StepRanges
+
+        StepRanges().install()
+        profiled = ProfiledStep(steps_run - 1)
+    timings = Timings(profiled)
     timings.install()
     summary = train(load_config(REPO / "train/configs/lora_1gpu.yaml", overrides))
     logs = {int(h["step"]): h for h in summary["log_history"] if "salon/time/reward_s" in h}
     steps = []
     for step in sorted(timings.step):
+        if profiled and step == profiled.step:
+            continue
         h = logs.get(step + 1, {})
         generation = timings.generation.get(step, float("nan"))
         rollout = timings.rollout.get(step, float("nan"))
@@ -218,7 +241,8 @@ def run_engine(args, engine: str, refs: Path, gpu_render: str) -> dict:
                                                                                  bandwidth)
     # the GL path the reward's paintings were drawn on, as the archive recorded it
     gl = load_rollouts(run_dir(args, engine, gpu_render), images=False)["render_gl"].dropna().unique()
-    return {"steps": steps, "peak_memory_gib": memory, "render_gl": sorted(map(str, gl))}
+    return {"steps": steps, "peak_memory_gib": memory, "render_gl": sorted(map(str, gl)),
+            "profile": profiled.result if profiled else None}
 
 
 def steady_mean(part: dict) -> dict:
@@ -229,8 +253,8 @@ def steady_mean(part: dict) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--engines", default="transformers,compiled", help="grpo.generation engines, in order; "
-                    "compiled_ATTENTION: compiled with that grpo.generation_attention (compiled_buckets)")
+    ap.add_argument("--engines", default="compiled,compiled_buckets_graphs", help="engines, in order: "
+                    f"{', '.join(COMPILED)} or a grpo.generation value (transformers, continuous_batching, ...)")
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--tokens", type=int, default=2048, help="max_completion_length")
     ap.add_argument("--prompts-per-step", type=int, default=1, help="prompts x 8 completions per optimiser step")
@@ -239,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--render-paths", default="", help="render.gpu values to run each engine with, e.g. on,off")
     ap.add_argument("--render-json", default="", help="with --render-paths: write the paths side by side here")
     ap.add_argument("--steps-json", default="", help="every run's per-step rows, with reward_s and logprob_s")
+    ap.add_argument("--profile", default="", help="one more step per engine under torch.profiler (left out of the "
+                    "means): the card's busy and idle time per phase and its top kernels, as JSON (step_profile.py)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--browsers", type=int, default=4)
     ap.add_argument("--policy", default="random:qwen3-1.7b")
@@ -265,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
 
     render_references(refs, args.gpu_render)
     paths = args.render_paths.split(",") if args.render_paths else [args.gpu_render]
-    engines, by_path, all_steps, gl_of = {}, {}, {}, {}
+    engines, by_path, all_steps, gl_of, profiles = {}, {}, {}, {}, {}
     for engine in args.engines.split(","):
         for gpu_render in paths:
             label = f"{engine}@render.gpu={gpu_render}"
@@ -279,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(run_dir(args, engine, gpu_render), ignore_errors=True)  # its checkpoint and archive
             result = json.loads(part.read_text())
             all_steps[label] = result["steps"]
+            if result.get("profile"):
+                profiles[label] = result["profile"]
             gl_of.setdefault(engine, {})[gpu_render] = result["render_gl"]
             for row in result["steps"]:
                 print(f"  {label} step {row['step']}: " + ", ".join(
@@ -305,6 +333,11 @@ def main(argv: list[str] | None = None) -> int:
                     "render_gl": gl_of[engine]}
             print(json.dumps(side, indent=1))
             Path(args.render_json).write_text(json.dumps(side, indent=1) + "\n")
+    if args.profile:
+        Path(args.profile).write_text(json.dumps({"device": device, "num_generations": NUM_GENERATIONS,
+                                                  "max_completion_length": args.tokens,
+                                                  "rollouts_per_step": NUM_GENERATIONS * args.prompts_per_step,
+                                                  "engines": profiles}, indent=1) + "\n")
     if args.steps_json:
         Path(args.steps_json).write_text(json.dumps({"device": device, "runs": all_steps}, indent=1) + "\n")
     return 0 if sum(len(v) for v in by_path.values()) == len(args.engines.split(",")) * len(paths) else 1

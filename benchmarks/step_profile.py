@@ -1,0 +1,133 @@
+"""One training step under torch.profiler: what the card does, and when it waits (bench_train_gpu.py --profile).
+
+    ranges = StepRanges()          # names the step's phases (record_function) where the bench times them
+    ranges.install()
+    ...                            # the step runs under torch.profiler.profile(activities=[CPU, CUDA])
+    summary(prof, wall_s)          # {wall_s, card_busy_s, card_busy_share, phases: [...], kernels: [...]}
+
+A phase is a CPU-side range (torch.profiler.record_function) around a part of TRL's step: generation
+(`_generate`), the reward (salon's adapter: render wait and judging), judging alone (`score_group`),
+the rest of the rollout (TRL's log-prob passes) and the micro-step's loss and backward. Per phase: its
+wall time and how much of it the card was busy (the union of this process's kernel and copy intervals
+inside the phase's windows; Chromium drawing on the card is another process and is not seen). The
+card's idle time inside a phase is what the phase waits on the host for: Python, the CPU-side
+scorers, the render workers.
+"""
+
+from __future__ import annotations
+
+import time
+
+PHASES = ("salon/step", "salon/generation", "salon/reward", "salon/judge", "salon/rollout", "salon/micro_step")
+
+
+class StepRanges:
+    """Wraps TRL's and salon's step parts in record_function ranges named as PHASES."""
+
+    def install(self) -> None:
+        import torch
+        from transformers import Trainer
+        from trl import GRPOTrainer
+
+        from salon.train.reward import RewardAdapter
+        from salon.train.scoring import Scorer
+
+        def ranged(cls, attr, name):
+            real = getattr(cls, attr)
+
+            def wrapped(*a, **kw):
+                with torch.profiler.record_function(name):
+                    return real(*a, **kw)
+            setattr(cls, attr, wrapped)
+
+        ranged(GRPOTrainer, "_generate", "salon/generation")
+        ranged(GRPOTrainer, "_generate_and_score_completions", "salon/rollout")
+        ranged(RewardAdapter, "__call__", "salon/reward")
+        ranged(Scorer, "score_group", "salon/judge")
+        ranged(Trainer, "training_step", "salon/micro_step")
+
+
+def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[list[float]] = []
+    for start, end in sorted(intervals):
+        if out and start <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], end)
+        else:
+            out.append([start, end])
+    return [(a, b) for a, b in out]
+
+
+def _covered(busy: list[tuple[float, float]], windows: list[tuple[float, float]]) -> float:
+    """Microseconds of `busy` (disjoint, sorted) inside `windows` (disjoint, sorted)."""
+    total, j = 0.0, 0
+    for start, end in windows:
+        while j < len(busy) and busy[j][1] <= start:
+            j += 1
+        k = j
+        while k < len(busy) and busy[k][0] < end:
+            total += min(end, busy[k][1]) - max(start, busy[k][0])
+            k += 1
+    return total
+
+
+def summary(prof, top: int = 20) -> dict:
+    """The step's card time and idle time overall and per phase, and its top kernels by card time."""
+    import torch
+
+    gpu, ranges, kernels = [], {}, {}
+    for e in prof.events():
+        span = (e.time_range.start, e.time_range.end)
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            gpu.append(span)
+            kernels[e.name] = kernels.get(e.name, 0.0) + (span[1] - span[0])
+        elif e.name in PHASES:
+            ranges.setdefault(e.name, []).append(span)
+    busy = _union(gpu)
+    step = _union(ranges.get("salon/step", [])) or ([(busy[0][0], busy[-1][1])] if busy else [])
+    wall = sum(b - a for a, b in step)
+    card = _covered(busy, step)
+    phases = []
+    for name in PHASES[1:]:
+        windows = _union(ranges.get(name, []))
+        if windows:
+            length = sum(b - a for a, b in windows)
+            inside = _covered(busy, windows)
+            phases.append({"phase": name.removeprefix("salon/"), "wall_s": round(length / 1e6, 3),
+                           "card_busy_s": round(inside / 1e6, 3), "card_idle_s": round((length - inside) / 1e6, 3)})
+    return {"wall_s": round(wall / 1e6, 3), "card_busy_s": round(card / 1e6, 3),
+            "card_busy_share": round(card / wall, 4) if wall else None, "phases": phases,
+            "kernels_ms": [{"kernel": k[:160], "ms": round(v / 1e3, 2)}
+                           for k, v in sorted(kernels.items(), key=lambda kv: -kv[1])[:top]]}
+
+
+class ProfiledStep:
+    """Profiles the optimiser step `step` (0-based, TRL's global_step at its start): `begin`/`end` are
+    called from the bench's on_step_begin / on_step_end hooks."""
+
+    def __init__(self, step: int):
+        self.step, self.prof, self.result, self._range, self._t0 = step, None, None, None, 0.0
+
+    def begin(self, global_step: int) -> None:
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+
+        if global_step != self.step:
+            return
+        self.prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        self.prof.__enter__()
+        self._range = torch.profiler.record_function("salon/step")
+        self._range.__enter__()
+        self._t0 = time.perf_counter()
+
+    def end(self, global_step: int) -> None:
+        import torch
+
+        if self.prof is None or global_step - 1 != self.step:
+            return
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        self._range.__exit__(None, None, None)
+        self.prof.__exit__(None, None, None)
+        self.result = {"step": self.step + 1, "host_wall_s": round(time.perf_counter() - self._t0, 3),
+                       **summary(self.prof)}
+        self.prof = None
