@@ -10,8 +10,6 @@ capture with its eager backend. About 10 s on two cores.
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 import torch
 
@@ -298,6 +296,50 @@ def test_config_exposes_the_generation_batch(tmp_path):
     assert len(e.value.problems) == 3
 
 
+def test_filled_attention_decodes_as_the_whole_cache(trained):
+    """grpo.generation_attention=filled against today's whole-cache attention, float32 on a CPU:
+    greedy tokens identical and every decode step's log-probabilities within 1e-5, on left-padded
+    prompts of which some repeat (rows that read another row's prompt positions)."""
+    from transformers import StaticCache
+
+    from salon.train.decode_attention import DecodeSpan
+
+    trainer, engine = trained
+    model = engine.policy.model
+    prompts = tokenize(PROMPTS * 2, trainer)
+    cfg = trainer.generation_config.__class__.from_dict({**trainer.generation_config.to_dict(), "do_sample": False})
+    cfg.eos_token_id = None
+    tokens = {a: StaticDecoder(model, compile=False, prompt_bucket=16, attention=a).generate(prompts, cfg)
+              for a in ("filled", "whole")}
+    assert torch.equal(tokens["filled"], tokens["whole"]) and tokens["filled"].shape == (8, MAX_NEW)
+
+    bucket = 16 * -(-max(map(len, prompts)) // 16)
+    ids = torch.tensor([[0] * (bucket - len(p)) + p for p in prompts])
+    mask = torch.zeros(len(prompts), bucket + MAX_NEW, dtype=torch.long)
+    for i, p in enumerate(prompts):
+        mask[i, bucket - len(p):bucket] = 1
+    position = (mask[:, :bucket].cumsum(-1) - 1).clamp(min=0)
+    span = DecodeSpan.start(mask, bucket, prompts)
+    assert span.shared_rows == 4
+    steps = {}
+    with torch.no_grad():
+        for attention in ("filled", "whole"):
+            mask[:, bucket:] = 0
+            cache = StaticCache(config=model.config, max_cache_len=bucket + MAX_NEW)
+            model(input_ids=ids, attention_mask=mask[:, :bucket], position_ids=position, cache=cache, use_cache=True)
+            pos, rows = position[:, -1:], []
+            for i in range(1, MAX_NEW):
+                mask[:, bucket + i - 1] = 1
+                span.advance(bucket + i)
+                pos = pos + 1
+                step_mask = {"full_attention": span} if attention == "filled" else mask
+                logits = model(input_ids=tokens["whole"][:, i - 1:i], attention_mask=step_mask, position_ids=pos,
+                               cache=cache, use_cache=True).logits[:, -1]
+                rows.append(torch.log_softmax(logits.float(), -1))
+            steps[attention] = torch.stack(rows)
+    assert (steps["filled"] - steps["whole"]).abs().max().item() < LOGPROB_TOL
+
+
 BUCKETS_NEW = 40  # new tokens for the bucket tests: with chunks of 8, the attended length crosses 5 boundaries
 
 
@@ -319,31 +361,22 @@ def recorded(monkeypatch):
             seen["keys"].append(scores.shape[-1])
         return real_softmax(scores, *args, **kwargs)
 
-    def shared(query, key, value, mask, scale):  # a group's prompt read once: the whole mask's length
-        if query.shape[0] == mask.mask.shape[0]:  # not the prefill
-            seen["keys"].append(mask.mask.shape[-1])
-        return real_shared(query, key, value, mask, scale)
-
-    real_shared = decode.shared_prompt_attention
     monkeypatch.setattr(decode, "choose", choose)
-    monkeypatch.setattr(decode, "shared_prompt_attention", shared)
     monkeypatch.setattr(torch, "softmax", softmax)
     return seen
 
 
 @pytest.mark.parametrize("do_sample", [False, True])
-@pytest.mark.parametrize("groups", [False, True], ids=["distinct_prompts", "grpo_groups"])
-def test_bucket_attention_decodes_as_the_whole_cache(trained, recorded, do_sample, groups):
-    """grpo.generation_attention=buckets against the whole-cache attention, float32 on a CPU, compile
-    off: each step reads the cache up to the filled positions rounded up to a chunk (8 here, so 40 new
-    tokens cross 5 chunk boundaries), GRPO groups (each prompt on two consecutive rows) read each
-    group's prompt once, and greedy tokens are identical, the same seed samples the same tokens, and
-    every token's log-probability is within 1e-5 (LOGPROB_TOL: the same masked attention over fewer
-    masked positions, float rounding only)."""
+def test_bucket_attention_decodes_as_the_whole_cache(trained, recorded, do_sample):
+    """grpo.generation_attention=buckets against today's whole-cache attention, float32 on a CPU,
+    compile off: each step reads the cache up to the filled positions rounded up to a chunk (8 here,
+    so 40 new tokens cross 5 chunk boundaries), and greedy tokens are identical, the same seed samples
+    the same tokens, and every token's log-probability is within 1e-5 (LOGPROB_TOL: the same masked
+    attention over fewer masked positions, float rounding only)."""
     from salon.train.decode_attention import bucket_keys
 
     trainer, engine = trained
-    prompts = tokenize([p for p in PROMPTS for _ in range(2 if groups else 1)], trainer)  # left-padded: four lengths
+    prompts = tokenize(PROMPTS, trainer)  # left-padded: four lengths
     cfg = trainer.generation_config.__class__.from_dict({**trainer.generation_config.to_dict(), "do_sample": do_sample,
                                                          "max_new_tokens": BUCKETS_NEW})
     cfg.eos_token_id = None
@@ -356,9 +389,7 @@ def test_bucket_attention_decodes_as_the_whole_cache(trained, recorded, do_sampl
         steps = torch.stack(recorded["logprobs"])  # (new tokens, batch, vocabulary)
         got.setdefault(attention, []).append((tokens, steps.gather(-1, tokens.T[..., None])[..., 0],
                                               list(recorded["keys"])))
-        assert decoder.attention == attention and decoder.last_path == "loop" and tokens.shape == (len(prompts),
-                                                                                                  BUCKETS_NEW)
-        assert decoder.last_rows == (2 if groups and attention == "buckets" else 1)
+        assert decoder.attention == attention and decoder.last_path == "loop" and tokens.shape == (4, BUCKETS_NEW)
     (tokens, logprobs, keys), (again, _, _) = got["buckets"]
     whole_tokens, whole_logprobs, whole_keys = got["whole"][0]
     assert torch.equal(tokens, whole_tokens) and torch.equal(tokens, again)
@@ -366,87 +397,40 @@ def test_bucket_attention_decodes_as_the_whole_cache(trained, recorded, do_sampl
     bucket = 16 * -(-max(map(len, prompts)) // 16)
     layers = engine.policy.model.config.num_hidden_layers
     want = [bucket_keys(bucket + i, bucket + BUCKETS_NEW, 8) for i in range(1, BUCKETS_NEW) for _ in range(layers)]
-    assert keys == want and len(set(want)) == 5 and max(want) == bucket + BUCKETS_NEW - 1
+    assert keys == want and len(set(want)) == 5 and max(want) == bucket + BUCKETS_NEW
     assert set(whole_keys) == {bucket + BUCKETS_NEW}
 
 
-def test_shared_prompt_attention_is_the_plain_attention():
-    """Each group's prompt read from its first row, one softmax over the prompt's and the row's own
-    positions: the masked attention over the whole cut, float32, for one group and for several, with
-    left padding and unfilled positions masked; the other rows' prompt copies are never read."""
-    from salon.train.decode_attention import SharedPrompt, shared_prompt_attention
-
-    torch.manual_seed(0)
-    kv, per_kv, dim, prompt, length, keys = 2, 3, 16, 12, 40, 32
-    for groups, rows in ((1, 4), (3, 2)):
-        batch = groups * rows
-        q = torch.randn(batch, kv * per_kv, 1, dim)
-        k, v = torch.randn(batch, kv, length, dim), torch.randn(batch, kv, length, dim)
-        mask = torch.zeros(batch, length, dtype=torch.bool)
-        for g in range(groups):
-            first = g * rows
-            mask[first:first + rows, prompt - 5 - 2 * g:prompt] = True  # left padding differs between groups
-            k[first + 1:first + rows, :, :prompt], v[first + 1:first + rows, :, :prompt] = 99.0, -99.0  # not read
-        mask[:, prompt:prompt + 9] = True  # 9 positions generated so far; the rest of the cut is unfilled
-        firsts = torch.arange(batch) // rows * rows  # the plain attention on the rows' true prompt values
-        k_true, v_true = k.clone(), v.clone()
-        k_true[:, :, :prompt], v_true[:, :, :prompt] = k[firsts, :, :prompt], v[firsts, :, :prompt]
-        want = torch.nn.functional.scaled_dot_product_attention(
-            q.reshape(batch, kv, per_kv, dim), k_true[:, :, :keys], v_true[:, :, :keys],
-            attn_mask=mask[:, None, None, :keys], scale=0.3)
-        got = shared_prompt_attention(q, k, v, SharedPrompt(mask[:, :keys], rows, prompt), 0.3)
-        assert got.shape == (batch, 1, kv * per_kv, dim)
-        assert (got - want.reshape(batch, kv * per_kv, 1, dim).transpose(1, 2)).abs().max() < 1e-5
-
-
-def test_grpo_groups_are_found_in_the_prompts():
-    from salon.train.decode_attention import group_rows
-
-    a, b, c = [1, 2], [3], [4, 5, 6]
-    assert group_rows([a] * 8) == 8 and group_rows([a] * 4 + [b] * 4 + [c] * 4) == 4
-    assert group_rows([a] * 2 + [b] * 2 + [b] * 2) == 2  # two groups of one prompt: each still shares
-    assert group_rows([a, b, c]) == 1 and group_rows([a] * 3 + [b] * 2) == 1 and group_rows([a, a, b, c]) == 1
-    assert group_rows([a]) == 1
-
-
-def test_bucket_attention_compiles_once_for_every_length(trained, caplog):
-    """Dynamo's graph capture for real (its eager backend): the attended length is a dynamic dimension,
-    so one graph serves every length, and a second call of the same shape compiles none."""
+@pytest.mark.parametrize("isolated", [True, False], ids=["isolate_recompiles", "shared_dynamo_cache"])
+def test_bucket_attention_compiles_once_per_length(trained, caplog, monkeypatch, isolated):
+    """Dynamo's graph capture for real (its eager backend): one graph per attended length, each length
+    its own torch.compile, none compiled again by a second call of the same shape; on a torch.compile
+    without isolate_recompiles (before torch 2.14) too, where the lengths share one dynamo cache."""
+    import torch._dynamo.config as dynamo_config
     from transformers import CompileConfig
 
+    from salon.train import decode
+
     trainer, engine = trained
-    whole = StaticDecoder(engine.policy.model, compile=False, prompt_bucket=16, attention="whole")
+    if not isolated:
+        monkeypatch.setattr(decode, "isolates_recompiles", lambda: False)
+        monkeypatch.setattr(dynamo_config, "recompile_limit", 2)  # below the 3 lengths: it must be raised
+    elif not decode.isolates_recompiles():
+        pytest.skip("this torch.compile has no isolate_recompiles")
+    decoder = StaticDecoder(engine.policy.model, compile=True, prompt_bucket=16, key_chunk=4, attention="buckets",
+                            compile_config=CompileConfig(backend="eager", mode=None, dynamic=False))
+    whole = StaticDecoder(engine.policy.model, compile=False, prompt_bucket=16)
     cfg = trainer.generation_config.__class__.from_dict({**trainer.generation_config.to_dict(), "do_sample": False})
     cfg.eos_token_id = None
-    for prompts in ([list(range(10, 10 + n)) for n in (5, 9)], [[10, 11, 12]] * 2 + [[13] * 9] * 2):
-        decoder = StaticDecoder(engine.policy.model, compile=True, prompt_bucket=16, key_chunk=4, attention="buckets",
-                                compile_config=CompileConfig(backend="eager", mode=None, dynamic=False))
-        with caplog.at_level("INFO", logger="salon.train.decode"):
-            first = decoder.generate(prompts, cfg)  # bucket 16, cache 16 + 12: lengths 20, 24, 27
-            graphs = decoder.compiled_graphs
-            second = decoder.generate(prompts, cfg)
-        assert graphs == 1 and decoder.compiled_graphs == 1 and "compiled again" not in caplog.text
-        assert decoder.last_path == "loop" and decoder.attention == "buckets"
-        assert decoder.last_rows == (1 if len(prompts) == 2 else 2)
-        assert torch.equal(first, second) and torch.equal(first, whole.generate(prompts, cfg))
-
-
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
-def test_captured_chunks_decode_as_single_steps(trained):
-    """On a GPU: 4 decode steps per captured graph replay the same greedy tokens as the same compiled
-    step run one step at a time, on the first call (eager chunks, then captures) and on later ones."""
-    trainer, engine = trained
-    model = copy.deepcopy(engine.policy.model).cuda()
-    cfg = trainer.generation_config.__class__.from_dict({**trainer.generation_config.to_dict(), "do_sample": False,
-                                                         "max_new_tokens": 40})
-    cfg.eos_token_id = None
-    prompts = tokenize([p for p in PROMPTS for _ in range(2)], trainer)
-    plain = StaticDecoder(model, compile=False, prompt_bucket=16, key_chunk=8).generate(prompts, cfg)
-    chunked = StaticDecoder(model, compile=True, prompt_bucket=16, key_chunk=8, graph_steps=4)
-    runs = [chunked.generate(prompts, cfg) for _ in range(3)]
-    assert chunked.captures and chunked.last_path == "loop" and chunked.loop_error is None
-    assert sum(len(g.graphs) for g in chunked.graphs.values()) > 0  # replayed from captured graphs
-    assert all(torch.equal(r, plain) for r in runs)
+    prompts = [list(range(10, 10 + n)) for n in (5, 9)]  # bucket 16, cache 16 + 12: keys 20, 24, 28
+    with caplog.at_level("INFO", logger="salon.train.decode"):
+        first = decoder.generate(prompts, cfg)
+        graphs = decoder.compiled_graphs
+        second = decoder.generate(prompts, cfg)
+    assert sorted(decoder.keyed_steps) == [20, 24, 28] and graphs == 3 and decoder.compiled_graphs == 3
+    assert decoder.last_path == "loop" and decoder.attention == "buckets" and "compiled again" not in caplog.text
+    assert torch.equal(first, second) and torch.equal(first, whole.generate(prompts, cfg))
+    assert isolated or dynamo_config.recompile_limit >= 8 * 7  # 8 shapes of every length of 28 positions
 
 
 def test_bucket_attention_falls_back_to_the_whole_cache_where_it_does_not_apply(trained, caplog, monkeypatch):
@@ -463,3 +447,46 @@ def test_bucket_attention_falls_back_to_the_whole_cache_where_it_does_not_apply(
         assert StaticDecoder(trainer.model, compile=False, attention="buckets").attention == "whole"  # transformers' own
         assert StaticDecoder(engine.policy.model, compile=False, attention="buckets").attention == "buckets"
     assert caplog.text.count("attention 'buckets' does not apply") == 2
+
+
+KERNEL_CHECK = """
+import torch
+from salon.train import decode_attention as da
+torch.manual_seed(0)
+batch, kv, groups, length, dim, bucket = 5, 2, 3, 200, 32, 48
+q = torch.randn(batch, kv * groups, 1, dim)
+k, v = torch.randn(batch, kv, length, dim), torch.randn(batch, kv, length, dim)
+prompts = [[1] * 40, [2] * 17, [1] * 40, [3] * 5, [2] * 17]
+mask = torch.zeros(batch, length, dtype=torch.long)
+for i, p in enumerate(prompts):
+    mask[i, bucket - len(p):bucket] = 1
+for row, first in ((2, 0), (4, 1)):  # the same prompt, the same prompt keys and values
+    k[row, :, :bucket], v[row, :, :bucket] = k[first, :, :bucket], v[first, :, :bucket]
+span = da.DecodeSpan.start(mask, bucket, prompts)
+for end in (bucket + 1, bucket + 90, length):
+    mask[:, bucket:end] = 1
+    span.advance(end)
+    whole = torch.nn.functional.scaled_dot_product_attention(
+        q.reshape(batch, kv, groups, dim), k, v, attn_mask=mask[:, None, None].bool(), scale=0.3)
+    want = da.reference_attention(q, k, v, span, 0.3)
+    assert (want - whole.reshape(batch, 1, kv * groups, dim)).abs().max() < 1e-5
+    corrupt_k, corrupt_v = k.clone(), v.clone()  # rows 2 and 4 read their prompt from rows 0 and 1
+    corrupt_k[[2, 4], :, :bucket], corrupt_v[[2, 4], :, :bucket] = 7.0, -7.0
+    got = da.run_kernel(da._slice_kernel, q, corrupt_k, corrupt_v, mask, span.bounds, span.prefix_row, 0.3)
+    assert (got - want).abs().max() < 1e-5, (end, (got - want).abs().max())
+print("kernel ok")
+"""
+
+
+def test_the_decode_kernel_equals_sdpa_under_tritons_interpreter():
+    """The Triton kernel itself, run by Triton's CPU interpreter in float32: SDPA's result over the
+    filled positions, with a group's prompt read from its first row (the others' copies are spoiled
+    here to show they are not read). benchmarks/check_decode_kernel_gpu.py runs it on a GPU."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("triton")
+    out = subprocess.run([sys.executable, "-c", KERNEL_CHECK], env={**os.environ, "TRITON_INTERPRET": "1"},
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and "kernel ok" in out.stdout, out.stderr[-3000:]

@@ -56,13 +56,10 @@ class GRPOSettings:
     # compiled: torch.compile the decode step (auto: on CUDA only; off: static cache only)
     generation_compile: Literal[GENERATION_COMPILE] = "auto"
     generation_prompt_bucket: Count = 256  # compiled: prompts left-padded to a multiple of this, so shapes repeat
-    # compiled: how much of the static cache a decode step's attention reads: the filled positions rounded up
-    # to a multiple of 256, each GRPO group's prompt once for the group (buckets), or all of them (whole).
-    # salon.train.decode_attention says how.
-    generation_attention: Literal["buckets", "whole"] = "buckets"
-    # compiled, on CUDA: decode steps captured in one CUDA graph and replayed as one (1: a graph per step,
-    # torch.compile's reduce-overhead mode, Python between steps). salon.train.decode_graphs says how.
-    generation_graph_steps: Count = 32
+    # compiled: how much of the static cache a decode step's attention reads: all of it, the filled positions
+    # rounded up to a multiple of 256 (buckets: one compiled step per length), or the filled ones (filled: a
+    # Triton kernel, slower so far). salon.train.decode_attention says how.
+    generation_attention: Literal["buckets", "filled", "whole"] = "whole"
     # Completions generated at once, per process: per_device_train_batch_size x steps_per_generation (TRL's
     # default steps_per_generation is gradient_accumulation_steps). 8 prompts x 8 per optimiser step:
     # per_device_train_batch_size=8, gradient_accumulation_steps=8. A steps_per_generation above

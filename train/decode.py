@@ -1,4 +1,4 @@
-"""The decode loop of `grpo.generation: compiled`: a static KV cache, compiled steps captured in CUDA graphs.
+"""The decode loop of `grpo.generation: compiled`: a static KV cache, one captured step per token.
 
     decoder = StaticDecoder(model, compile=True, prompt_bucket=256)
     completions = decoder.generate(prompt_ids, trl_generation_config)   # (batch, <= max_new_tokens)
@@ -8,10 +8,8 @@ the logits processors, sampling, the stopping criteria, and a device-to-host syn
 ask whether every row has finished. On an H200 at batch 8 that is about half of each 5-8 ms step
 (shared/reference/generation-speed.md, benchmarks/bench_generate_gpu.py). Here one compiled
 function is the whole step: the model's forward on the last token, temperature / top-k / top-p,
-sampling, EOS bookkeeping; the loop's state lives on the device (decode_graphs.py), so
-`grpo.generation_graph_steps` steps (32) run as one CUDA graph replay, and the loop asks the device
-whether every row finished only every `SYNC_EVERY` steps. `generation_graph_steps: 1` is one graph
-per step, torch.compile's reduce-overhead mode, with Python between steps.
+sampling, EOS bookkeeping. With torch.compile's reduce-overhead mode it is one CUDA graph replay
+per token, and the loop asks the device whether every row finished only every `SYNC_EVERY` steps.
 
 Exactly generate's distribution and, on the same device and seed, its tokens: the same position
 ids (left padding included), the same 2D attention mask growing by one position per step (a
@@ -27,17 +25,16 @@ Qwen3-1.7B to its 16 query heads for every decode step (`repeat_kv`): at 8 x 2,6
 that writes and reads again 4.9 GB per step, twice the cache itself. `grouped_decode_attention`
 (registered as the merged copy's attention, "salon_grouped_decode") instead folds each KV head's
 query heads into the query length, as transformers does itself outside compile (`pack_gqa`), and
-reads the cache as it is. Prefill (more than one query) runs transformers' SDPA path.
+calls SDPA on the cache as it is. Prefill (more than one query) runs transformers' SDPA path.
 `grpo.generation_attention` picks how much of the cache a decode step reads (decode_attention.py):
-`buckets` (the default: the filled positions rounded up to a multiple of 256, a dynamic dimension
-of the one compiled step, each GRPO group's prompt read once for the group) or `whole` (every
-position). Where buckets do not apply (sliding windows, ...) the decoder reads the whole cache and
+`whole` (the default), `buckets` (the filled positions rounded up to a multiple of 256: one
+compiled step per length, each in its own dynamo cache) or `filled` (a Triton kernel; slower so
+far). Where an option does not apply (sliding windows, ...) the decoder reads the whole cache and
 says so in the log.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import logging
 import math
@@ -50,13 +47,11 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from salon.pool.errors import ConfigError
-from salon.train.decode_attention import (ATTENTION, KEY_CHUNK, SharedPrompt, buckets_applies, group_rows,
-                                          shared_prompt_attention)
-from salon.train.decode_graphs import ChunkGraphs, LoopBuffers, chunks
+from salon.train.decode_attention import (ATTENTION, KEY_CHUNK, DecodeSpan, bucket_keys, buckets_applies,
+                                          filled_applies, filled_decode_attention, isolates_recompiles)
 
-# grpo.generation_attention: the filled positions rounded up to a chunk, or all of them
-ATTENTIONS = ("buckets", "whole")
-GRAPH_STEPS = 32  # grpo.generation_graph_steps: decode steps captured in one CUDA graph
+# grpo.generation_attention: the filled positions rounded up to a chunk, exactly the filled ones, or all of them
+ATTENTIONS = ("buckets", "filled", "whole")
 
 log = logging.getLogger(__name__)
 
@@ -81,18 +76,17 @@ def grouped_decode_attention(module, query, key, value, attention_mask, dropout=
                              is_causal=None, **kwargs):
     """Attention of one query token without repeating the KV heads: query (B, H, 1, D) becomes
     (B, KV, H/KV, D) against key/value (B, KV, L, D); a mask shared by all heads broadcasts. A
-    `SharedPrompt` in place of the mask (attention "buckets" on GRPO groups) reads each group's prompt
-    once; a mask shorter than the cache (attention "buckets") reads the positions it covers.
+    `DecodeSpan` in place of the mask (attention "filled") reads only the filled positions; a mask
+    shorter than the cache (attention "buckets") reads the positions it covers.
 
     Two matmuls and a float32 softmax between them (transformers' eager attention), not SDPA: a
     fused kernel gives one program to a (row, KV head) and walks its L positions alone, which at
     batch 8 is 64 programs on a card of 132 multiprocessors, while cuBLAS tiles the positions too.
     On an H200, 28 layers at batch 8 and 1,792 keys: 0.72 ms against SDPA's 1.25
     (benchmarks/results/probe_decode_attention_h200.json)."""
-    if isinstance(attention_mask, SharedPrompt):
-        scale = query.shape[-1] ** -0.5 if scaling is None else scaling
-        return shared_prompt_attention(query, key, value, attention_mask, scale), None
-    if attention_mask is not None:  # a no-op at the cache's length; no branch on it, so no guard on the length
+    if isinstance(attention_mask, DecodeSpan):
+        return filled_decode_attention(query, key, value, attention_mask, scaling), None
+    if attention_mask is not None and attention_mask.shape[-1] < key.shape[2]:
         key, value = key[:, :, :attention_mask.shape[-1]], value[:, :, :attention_mask.shape[-1]]
     groups = getattr(module, "num_key_value_groups", 1)
     shared_mask = attention_mask is None or attention_mask.shape[1] == 1
@@ -166,40 +160,31 @@ def eos_ids(cfg) -> list[int]:
 
 class StaticDecoder:
     """Completions from `model` with a static KV cache it owns, one compiled step per token when
-    `compile`, captured `graph_steps` at a time into CUDA graphs on CUDA; prompts are left-padded to a
-    multiple of `prompt_bucket` so shapes repeat."""
+    `compile`; prompts are left-padded to a multiple of `prompt_bucket` so shapes repeat."""
 
     def __init__(self, model, *, compile: bool, prompt_bucket: int = 256, compile_config=None,
-                 attention: str = "buckets", key_chunk: int = KEY_CHUNK, graph_steps: int = GRAPH_STEPS):
+                 attention: str = "whole", key_chunk: int = KEY_CHUNK):
         if attention not in ATTENTIONS:
             raise ConfigError([f"grpo.generation_attention={attention!r}: use {', '.join(ATTENTIONS)}"], "salon train")
-        if graph_steps < 1:
-            raise ConfigError([f"grpo.generation_graph_steps={graph_steps}: at least 1"], "salon train")
         self.model, self.compile, self.prompt_bucket, self.key_chunk = model, compile, prompt_bucket, key_chunk
-        self.attention = attention if attention == "whole" or buckets_applies(model) else "whole"
+        applies = {"whole": True, "filled": filled_applies(model), "buckets": buckets_applies(model)}
+        self.attention = attention if applies[attention] else "whole"
         if self.attention != attention:
-            log.info("compiled generation: attention %r does not apply to %s (sliding windows, another attention than "
-                     "%s); reading the whole cache", attention, type(model).__name__, ATTENTION)
-        # graphs of several steps are captured here (decode_graphs.py), around inductor's code; one step
-        # per graph is torch.compile's own reduce-overhead mode
-        cc = compile_config or CompileConfig(fullgraph=True, dynamic=False,
-                                             mode=None if graph_steps > 1 else "reduce-overhead")
-        self.compile_config, self.graph_steps = cc, graph_steps
-        self.captures = compile and graph_steps > 1 and model.device.type == "cuda" and cc.mode != "reduce-overhead"
+            log.info("compiled generation: attention %r does not apply to %s (sliding windows, head shapes, another "
+                     "attention than %s); reading the whole cache",
+                     attention, type(model).__name__, ATTENTION)
+        cc = compile_config or CompileConfig(fullgraph=True, dynamic=False, mode="reduce-overhead")
+        self.compile_config = cc
         self.compile_options = {"backend": cc.backend, "fullgraph": cc.fullgraph, "dynamic": cc.dynamic,
                                 **({"mode": cc.mode} if cc.mode else {})}
         self.step = torch.compile(self._step, **self.compile_options) if compile else self._step
-        self.per_step_graphs = compile and cc.mode == "reduce-overhead"
+        self.keyed_steps: dict[int, object] = {}  # buckets: the compiled step per attended length
         self.cache_kw = cache_argument(model)
         self.caches: dict[tuple[int, int], StaticCache] = {}
-        self.buffers: dict[tuple[int, int, int], LoopBuffers] = {}
-        self.graphs: dict[tuple, ChunkGraphs] = {}  # by (shape, sampling settings)
-        self.eos: dict[tuple, torch.Tensor] = {}  # EOS ids at a fixed address (a captured graph reads them)
         self.compiled_for: set[tuple] = set()  # (shape, sampling settings): what one compiled step is specific to
         self.compiled_graphs = 0
         self.last_seconds = 0.0
         self.last_path = ""  # "loop" or "generate": which ran the last call
-        self.last_rows = 1  # rows per shared prompt in the last call (1: none shared)
         self.loop_error: str | None = None  # why the compiled loop was given up, if it was
 
     @property
@@ -220,7 +205,6 @@ class StaticDecoder:
             if self.caches and not fits(need, self.model.device):
                 log.info("compiled generation: dropping the KV caches of shapes %s for %s", list(self.caches), key)
                 self.caches.clear()
-                self.graphs.clear()  # captured around the dropped caches' addresses
                 if self.model.device.type == "cuda":
                     torch.cuda.empty_cache()
             check_fits(need, self.model.device, f"a static KV cache for {batch} x {length} tokens")
@@ -229,17 +213,38 @@ class StaticDecoder:
         cache.reset()
         return cache
 
+    def keyed_step(self, keys: int, length: int):
+        """The step attending `keys` positions (attention "buckets"), compiled when the decoder compiles.
+        Each length is a torch.compile of its own: with `isolate_recompiles` its graphs (one per shape
+        and sampling settings) sit in a dynamo cache of their own, so the lengths do not add up against
+        dynamo's recompile_limit (8 per cache). A torch without it (before 2.14) keeps them all in one
+        cache for the step's code, so the limit is raised to hold 8 shapes of every length a cache of
+        `length` positions has."""
+        if not self.compile:
+            return self._step
+        if keys not in self.keyed_steps:
+            if isolates_recompiles():
+                self.keyed_steps[keys] = torch.compile(self._step, **self.compile_options, isolate_recompiles=True)
+            else:
+                import torch._dynamo.config as dynamo_config
+
+                lengths = -(-length // self.key_chunk)
+                if dynamo_config.recompile_limit < 8 * lengths:
+                    log.info("compiled generation: dynamo's recompile_limit %d -> %d for one step per attended length",
+                             dynamo_config.recompile_limit, 8 * lengths)
+                    dynamo_config.recompile_limit = 8 * lengths
+                self.keyed_steps[keys] = torch.compile(self._step, **self.compile_options)
+        return self.keyed_steps[keys]
+
     def _step(self, token, position, mask, unfinished, cache, warpers: list, do_sample: bool, eos, pad: int,
-              shared_rows: int = 0, prompt: int = 0):
+              keys: int | None = None):
         """One token per row: the forward on `token` at `position`, the warpers, a sample (or argmax);
-        rows already finished get `pad`. Returns (tokens, still unfinished). With `shared_rows` (buckets),
-        `mask` is the 2D mask cut at the attended length and becomes the full-attention layers' prepared
-        mask (what transformers builds from the 2D mask on a static cache, causal and padding, is the
-        same for one query token: the 2D mask has no 1 past the current position); rows > 1 share each
-        group's prompt of `prompt` positions (decode_attention.py)."""
-        if shared_rows:
-            mask = {"full_attention": SharedPrompt(mask.bool(), shared_rows, prompt) if shared_rows > 1
-                    else mask[:, None, None, :].bool()}
+        rows already finished get `pad`. Returns (tokens, still unfinished). With `keys`, attention
+        reads the cache's first `keys` positions: the 2D mask cut there becomes the full-attention
+        layers' prepared mask (what transformers builds from the 2D mask on a static cache, causal
+        and padding, is the same for one query token: the 2D mask has no 1 past the current position)."""
+        if keys is not None:
+            mask = {"full_attention": mask[:, None, None, :keys].bool()}
         logits = self.model(input_ids=token, attention_mask=mask, position_ids=position, use_cache=True,
                             logits_to_keep=1, **{self.cache_kw: cache}).logits[:, -1].float()
         chosen = choose(logits, warpers, do_sample)
@@ -266,16 +271,31 @@ class StaticDecoder:
         cache = self._cache(*shape)
         graphs = counters["stats"]["unique_graphs"]
         warpers = loop_warpers(cfg)
-        settings = (shape, cfg.do_sample, pad, repr([vars(w) for w in warpers or []]), tuple(eos_ids(cfg)))
+        settings = (shape, cfg.do_sample, pad, repr([vars(w) for w in warpers or []]), self.attention)
         t0 = time.perf_counter()
         out = None
-        if warpers is not None and self.loop_error is None:
+        if warpers is not None and self.loop_error is None and self.attention != "whole":
             try:
-                out = self._loop(ids, mask, cfg, warpers, cache, pad, prompt_ids, settings)
-            except Exception as e:  # a compile, capture or attention failure must not end a training run
+                out = self._loop(ids, mask, cfg, warpers, cache, pad, prompt_ids)
+            except Exception as e:  # the kernel, a compile or a capture failed: the loop as before, on the whole cache
                 if not self.compile:
                     raise
-                out = self._fallback(e, ids, mask, cfg, warpers, cache, pad, prompt_ids, settings)
+                log.warning("compiled generation: attention %r failed (%s: %s); reading the whole cache from now on",
+                            self.attention, type(e).__name__, str(e).splitlines()[0][:300] if str(e) else "")
+                self.attention = "whole"
+                cache.reset()
+                mask[:, bucket:] = 0
+        if out is None and warpers is not None and self.loop_error is None:
+            try:
+                out = self._loop(ids, mask, cfg, warpers, cache, pad, prompt_ids)
+            except Exception as e:  # a compile or capture failure must not end a training run
+                if not self.compile:
+                    raise
+                self.loop_error = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+                log.warning("compiled generation: the decode loop failed (%s); generating with transformers' "
+                            "generate and a compiled forward from now on. grpo.generation_compile=off runs the loop "
+                            "uncompiled", self.loop_error)
+                cache.reset()
         self.last_path = "generate" if out is None else "loop"
         if out is None:
             out = self._generate(ids, mask[:, :bucket], cfg, cache)
@@ -290,87 +310,43 @@ class StaticDecoder:
         self.compiled_for.add(settings)
         return out
 
-    def _fallback(self, error, ids, mask, cfg, warpers, cache, pad, prompt_ids, settings):
-        """After a failed loop: the loop again over the whole cache without captured chunks, then (if that
-        fails too) None, which makes generate() use transformers' generate from now on."""
-        what = f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}"
-        if self.captures or self.attention != "whole":
-            log.warning("compiled generation: the decode loop failed with attention %r%s (%s); reading the whole "
-                        "cache step by step from now on", self.attention,
-                        f" and {self.graph_steps} steps a graph" if self.captures else "", what)
-            self.attention, self.captures = "whole", False
-            self.graphs.clear()
-            cache.reset()
-            try:
-                return self._loop(ids, mask, cfg, warpers, cache, pad, prompt_ids, settings)
-            except Exception as e:
-                what = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
-        self.loop_error = what
-        log.warning("compiled generation: the decode loop failed (%s); generating with transformers' generate and a "
-                    "compiled forward from now on. grpo.generation_compile=off runs the loop uncompiled", what)
-        cache.reset()
-        return None
-
-    def _loop(self, ids, mask, cfg, warpers, cache, pad: int, prompt_ids, settings) -> torch.Tensor:
-        """Prefill, then the decode steps in chunks (decode_graphs.py), each step's attention as
-        `self.attention` says."""
+    def _loop(self, ids, mask, cfg, warpers, cache, pad: int, prompt_ids: list[list[int]]) -> torch.Tensor:
+        """The decode loop, each step's attention as `self.attention` says."""
         batch, bucket = ids.shape
-        length = mask.shape[1]
         prompt_mask = mask[:, :bucket]
+        span = DecodeSpan.start(mask, bucket, prompt_ids) if self.attention == "filled" else None
+        # what each step's attention gets: the 2D mask (transformers builds SDPA's mask from it; under
+        # buckets the step cuts it first), or the span itself in place of every layer's mask
+        # (transformers passes a dict of masks through)
+        step_mask = mask if span is None else {kind: span for kind in set(self.model.config.layer_types)}
         position = (prompt_mask.cumsum(-1) - 1).masked_fill(prompt_mask == 0, 0)
-        ends = tuple(eos_ids(cfg) or [-1])
-        eos = self.eos.setdefault(ends, torch.tensor(ends, dtype=torch.long, device=ids.device))
+        eos = torch.tensor(eos_ids(cfg) or [-1], dtype=torch.long, device=ids.device)
         unfinished = torch.ones(batch, dtype=torch.bool, device=ids.device)
+        out = torch.full((batch, cfg.max_new_tokens), pad, dtype=torch.long, device=ids.device)
         # prefill, eager: its shape changes with the bucket, and it runs once per call
         token, unfinished = self._step(ids, position, prompt_mask, unfinished, cache, warpers, cfg.do_sample, eos, pad)
-        key = (*settings[0], cfg.max_new_tokens)
-        if key not in self.buffers:
-            self.buffers[key] = LoopBuffers.allocate(batch, mask.shape[1], cfg.max_new_tokens, ids.device)
-        buf = self.buffers[key]
-        buf.start(mask, position[:, -1:], token, unfinished, pad, bucket)
-        buckets = self.attention == "buckets"
-        rows = group_rows(prompt_ids) if buckets else 1
-        self.last_rows = rows
-        graphs = None
-        if self.captures:
-            graphs = self.graphs.setdefault(settings, ChunkGraphs(ids.device))
-            graphs.stream.wait_stream(torch.cuda.current_stream())
-
-        def step(keys):
-            """A decode step reading the cache up to `keys` (None: all of it) from the loop's buffers."""
-            def run(token, position, full_mask, still):
-                cut = full_mask[:, :length if keys is None else keys]
-                if keys is None:
-                    return self.step(token, position, cut, still, cache, warpers, cfg.do_sample, eos, pad)
-                if self.compile:
-                    torch._dynamo.maybe_mark_dynamic(cut, 1)  # one compiled step for every attended length
-                return self.step(token, position, cut, still, cache, warpers, cfg.do_sample, eos, pad, rows, bucket)
-            return run
-
-        produced, since_sync = 1, 0
-        with torch.cuda.stream(graphs.stream) if graphs else contextlib.nullcontext():
-            for first, steps, keys in chunks(bucket, cfg.max_new_tokens, self.graph_steps if graphs else SYNC_EVERY,
-                                             self.key_chunk, buckets):
-                if since_sync >= SYNC_EVERY:
-                    since_sync = 0
-                    if not bool(buf.unfinished.any()):
-                        break
-                run = step(keys)
-
-                def chunk(steps=steps, run=run):
-                    for _ in range(steps):
-                        if self.per_step_graphs:
-                            torch.compiler.cudagraph_mark_step_begin()  # the last replay's outputs are copied out
-                        buf.advance(run)
-
-                if graphs:
-                    graphs.run((keys, steps), chunk)
-                else:
-                    chunk()
-                produced, since_sync = first + steps, since_sync + steps
-        if graphs:
-            torch.cuda.current_stream().wait_stream(graphs.stream)
-        return buf.out[:, :produced].clone()
+        out[:, 0] = token
+        position = position[:, -1:]
+        steps = 1
+        for i in range(1, cfg.max_new_tokens):
+            if i % SYNC_EVERY == 0 and not bool(unfinished.any()):
+                break
+            mask[:, bucket + i - 1] = 1  # the token fed now is attended from here on
+            step, keys = self.step, None
+            if span is not None:
+                span.advance(bucket + i)
+            elif self.attention == "buckets":  # every row has bucket + i positions filled now
+                keys = bucket_keys(bucket + i, mask.shape[1], self.key_chunk)
+                step = self.keyed_step(keys, mask.shape[1])
+            position = position + 1
+            if self.compile:
+                torch.compiler.cudagraph_mark_step_begin()  # the last replay's outputs are read: copied below
+            token, unfinished = step(out[:, i - 1:i], position, step_mask, unfinished, cache, warpers, cfg.do_sample,
+                                     eos, pad, keys)
+            out[:, i] = token
+            unfinished = unfinished.clone()
+            steps = i + 1
+        return out[:, :steps]
 
     def _generate(self, ids, prompt_mask, cfg, cache) -> torch.Tensor:
         """transformers' generate on the same model and cache, for settings the loop does not run (its
@@ -381,7 +357,6 @@ class StaticDecoder:
         if self.compile:
             cfg.compile_config = copy.copy(self.compile_config)
             cfg.compile_config.fullgraph = False
-            cfg.compile_config.mode = cfg.compile_config.mode or "reduce-overhead"
             if self.model.device.type != "cuda":
                 cfg.compile_config._compile_all_devices = True  # transformers compiles on CUDA only unless told
         self.model.generation_config = copy.deepcopy(cfg)  # transformers fills unset fields from the model's

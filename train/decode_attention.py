@@ -1,111 +1,214 @@
-"""Attention of one decode token over the filled part of a static KV cache (`grpo.generation_attention:
-buckets`), with a GRPO group's shared prompt read once for the whole group.
+"""Attention of one decode token over the filled part of a static KV cache: `grpo.generation_attention`
+`buckets` (SDPA on the cache cut at a chunk boundary) or `filled` (a Triton kernel).
 
-    keys = bucket_keys(filled, cache_length)           # the positions a step attends: a multiple of KEY_CHUNK
-    rows = group_rows(prompt_ids)                      # 8 when rows come as GRPO groups of 8 equal prompts, else 1
-    mask = SharedPrompt(mask2d[:, :keys].bool(), rows, prompt=bucket)   # the step's mask for every layer
-    out = shared_prompt_attention(query, key, value, mask, scale)        # (batch, 1, heads, head_dim)
+    keys = bucket_keys(filled, cache_length)               # buckets: a Python int, one compiled step per value
+    span = DecodeSpan.start(mask, bucket, prompt_ids)       # filled: once per generate call
+    span.advance(end)                                      # before each decode step: positions [.., end) are filled
+    out = filled_decode_attention(query, key, value, span, scale)   # (batch, 1, heads, head_dim)
 
-Buckets. A static cache holds bucket + max_new_tokens positions per row, and attention over all of
-them reads every position at every step, masked or not: at 8 x 2,048 new tokens after a 600-token
-prompt the filled part is about 61 % of the cache on average (shared/reference/generation-speed.md:
-1.89 ms against 0.78 ms a step on an H200). Every row's prompt is left-padded to the same bucket, so
-at decode step i exactly bucket + i positions are filled in every row, a number the loop knows
-without asking the device. Rounded up to a multiple of `KEY_CHUNK`, it is the length of the step's
-mask, and the decoder's attention reads key and value only up to the mask's length. The positions
-cut off are ones the whole cache's mask gives zero weight: the same attention over fewer masked
-positions. The length is a dynamic dimension of the one compiled step (decode.py), so a run compiles
-once, not once per length.
+A static cache holds bucket + max_new_tokens positions per row, and SDPA reads all of them at every
+step, masked or not: at 8 x 2,048 new tokens after a 600-token prompt the filled part is about 61 %
+of the cache on average (shared/reference/generation-speed.md: 1.89 ms against 0.78 ms a step on an
+H200).
 
-Shared prompt. GRPO generates `num_generations` completions of each prompt, and TRL hands them over
-as consecutive rows: their prompt positions hold the same keys and values (the same tokens through
-the same prefill), read once per row at every step, 8 times over. `shared_prompt_attention` splits
-the step's scores in two: the prompt's positions against one row per group, with the group's query
-heads stacked (G, KV, rows x heads per KV, positions), and the generated positions per row; one
-softmax over both (the running maximum and sum of the two parts, float32), so the result is the
-plain attention's up to float rounding. At batch 8 (one group) the prompt's keys are a strided view
-of the cache; with several groups the matmul copies them first (cuBLAS batches one stride), which
-still reads a prompt 3 times per group instead of 8.
+Buckets. Every row's prompt is left-padded to the same bucket, so at decode step i exactly bucket + i
+positions are filled in every row, a number the loop knows without asking the device. Rounded up
+to a multiple of `KEY_CHUNK`, it is the length of the step's mask, and the decoder's attention reads
+key and value only up to the mask's length. transformers would build that mask at the cache's full
+length (on a StaticCache `get_mask_sizes` gives max_cache_len, and `masking_utils.sdpa_mask` pads
+the 2D mask to it), so the step builds it itself from the decoder's 2D mask cut at the length and
+passes it as the full-attention layers' prepared mask (a dict of masks by layer kind, which the
+model uses as it is). The positions cut off are ones the whole cache's mask gives zero weight: the
+same attention over fewer masked positions. Each length is its own static shape, so its own compiled
+step (decode.py): about max_new_tokens / KEY_CHUNK of them per prompt bucket.
+
+Filled. A split-KV Triton kernel reads only positions [begin, end): begin is the first position
+any row's prompt uses (the bucket's left padding before it is skipped), end the positions filled so
+far, read from a device tensor, so one captured CUDA graph serves every step. Each program takes
+one (row, KV head, slice of positions), folds the KV head's query heads into one tile (grouped
+query attention without repeating K and V) and keeps an online softmax in float32; a second pass
+merges the slices by their log-sum-exp.
+
+Rows with the same prompt (the completions of one GRPO group) hold the same prompt keys and values.
+The kernel reads a row's prompt positions from the first row with that prompt (`prefix_row`), and
+rows are the fastest axis of the launch, so the programs of one group read the same prompt bytes at
+about the same time and the copies after the first come from L2, not memory. The values read are
+the ones the row holds itself (the same prompt through the same prefill), so nothing changes but
+where they are read from.
+
+The mask is the decoder's own 2D attention mask (left padding and unfilled positions 0), applied per
+position, so the result is SDPA's over the same keys up to float rounding; on a CPU (and under
+compile off CUDA) the same attention runs as SDPA on the cache cut at `end` (`reference_attention`),
+which the tests compare with the kernel under Triton's interpreter.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
 
 import torch
 
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # no Triton: the reference path only (a CPU-only torch build)
+    triton = None
+
 ATTENTION = "salon_grouped_decode"  # the merged copy's attention (decode.grouped_decode_attention)
 KEY_CHUNK = 256  # buckets: the positions a step attends, rounded up to a multiple of this
+BLOCK_N = 64  # positions per inner step of a program
+SPLIT = 256  # positions per program (a multiple of BLOCK_N): more programs for short caches
 
 
 @dataclass
-class SharedPrompt:
-    """A decode step's mask when its rows come in groups with one prompt: the 2D mask cut at the attended
-    length (batch, keys) bool, the rows per group, and the prompt's positions (the prompt bucket)."""
+class DecodeSpan:
+    """What the kernel needs besides q, k, v: the 2D mask (batch, cache), bounds = [begin, end,
+    prefix_len] (int32, on the device; end moves every step) and prefix_row (batch,): the row whose
+    prompt keys a row reads."""
 
     mask: torch.Tensor
-    rows: int
-    prompt: int
+    bounds: torch.Tensor
+    prefix_row: torch.Tensor
+
+    @classmethod
+    def start(cls, mask: torch.Tensor, bucket: int, prompt_ids: list[list[int]]) -> "DecodeSpan":
+        longest = max(len(p) for p in prompt_ids)
+        first: dict[tuple, int] = {}
+        rows = [first.setdefault(tuple(p), i) for i, p in enumerate(prompt_ids)]
+        bounds = torch.tensor([bucket - longest, bucket, bucket], dtype=torch.int32, device=mask.device)
+        return cls(mask, bounds, torch.tensor(rows, dtype=torch.int32, device=mask.device))
+
+    def advance(self, end: int) -> None:
+        self.bounds[1] = end
+
+    @property
+    def shared_rows(self) -> int:
+        """Rows that read another row's prompt."""
+        return int((self.prefix_row != torch.arange(len(self.prefix_row), device=self.prefix_row.device)).sum())
 
 
-def group_rows(prompt_ids: list[list[int]]) -> int:
-    """n when the rows are consecutive groups of n identical prompts (n >= 2), else 1."""
-    n = 1
-    while n < len(prompt_ids) and prompt_ids[n] == prompt_ids[0]:
-        n += 1
-    if n < 2 or len(prompt_ids) % n:
-        return 1
-    for start in range(0, len(prompt_ids), n):
-        block = prompt_ids[start:start + n]
-        if any(p != block[0] for p in block):
-            return 1
-    return n
-
-
-def shared_prompt_attention(query, key, value, shared: SharedPrompt, scale: float) -> torch.Tensor:
-    """query (batch, heads, 1, dim), key/value (batch, kv heads, cache, dim) -> (batch, 1, heads, dim)."""
+def reference_attention(query, key, value, span: DecodeSpan, scale: float) -> torch.Tensor:
+    """The same attention by SDPA: the cache cut at end (eager) or whole (under compile), masked."""
     batch, heads, _, dim = query.shape
-    kv, cache = key.shape[1], key.shape[2]
-    per_kv, rows, prompt = heads // kv, shared.rows, shared.prompt
-    groups, keys = batch // rows, shared.mask.shape[-1]
-    q = query.reshape(batch, kv, per_kv, dim)
+    kv = key.shape[1]
+    if torch.compiler.is_compiling():
+        end = key.shape[2]
+    else:
+        end = int(span.bounds[1])
+    mask = span.mask[:, None, None, :end].bool()
+    out = torch.nn.functional.scaled_dot_product_attention(
+        query.reshape(batch, kv, heads // kv, dim), key[:, :, :end], value[:, :, :end], attn_mask=mask, scale=scale)
+    return out.reshape(batch, 1, heads, dim).to(query.dtype)
 
-    def stacked(x):  # (batch, kv, per_kv, ...) -> (groups, kv, rows x per_kv, ...): a group's queries together
-        return x.reshape(groups, rows, kv, per_kv, *x.shape[3:]).transpose(1, 2).reshape(
-            groups, kv, rows * per_kv, *x.shape[3:])
 
-    def unstacked(x):  # the inverse of stacked
-        return x.reshape(groups, kv, rows, per_kv, *x.shape[3:]).transpose(1, 2).reshape(batch, kv, per_kv,
-                                                                                         *x.shape[3:])
+def filled_decode_attention(query, key, value, span: DecodeSpan, scale: float) -> torch.Tensor:
+    """query (batch, heads, 1, dim), key/value (batch, kv heads, cache, dim) -> (batch, 1, heads, dim)."""
+    if query.is_cuda and triton is not None:
+        return torch.ops.salon.filled_decode_attention(query, key, value, span.mask, span.bounds, span.prefix_row,
+                                                      scale)
+    return reference_attention(query, key, value, span, scale)
 
-    # the prompt's positions from each group's first row (a view of the cache), the group's queries stacked
-    prompt_keys = key.view(groups, rows, kv, cache, dim)[:, 0, :, :prompt]
-    prompt_values = value.view(groups, rows, kv, cache, dim)[:, 0, :, :prompt]
-    prompt_mask = shared.mask.view(groups, rows, keys)[:, 0, None, None, :prompt]
-    head = torch.matmul(stacked(q), prompt_keys.transpose(-1, -2)).float() * scale  # (groups, kv, rows x per_kv, P)
-    head = head.masked_fill(~prompt_mask, -math.inf)
-    # the generated positions, per row
-    tail = torch.matmul(q, key[:, :, prompt:keys].transpose(-1, -2)).float() * scale  # (batch, kv, per_kv, keys - P)
-    tail = tail.masked_fill(~shared.mask[:, None, None, prompt:keys], -math.inf)
-    # one softmax over both parts: every row attends at least its own current token, so `top` is finite
-    top = torch.maximum(unstacked(head.amax(-1)), tail.amax(-1))  # (batch, kv, per_kv)
-    head = torch.exp(head - stacked(top)[..., None])
-    tail = torch.exp(tail - top[..., None])
-    total = unstacked(head.sum(-1)) + tail.sum(-1)
-    out = unstacked(torch.matmul(head.to(value.dtype), prompt_values)).float() \
-        + torch.matmul(tail.to(value.dtype), value[:, :, prompt:keys]).float()
-    out = (out / total[..., None]).to(query.dtype)
-    return out.reshape(batch, heads, 1, dim).transpose(1, 2).contiguous()
+
+if triton is not None:
+
+    @triton.jit
+    def _slice_kernel(Q, K, V, Mask, Bounds, PrefixRow, O, Mx, Sm,
+                      stride_qb, stride_qh, stride_kb, stride_kh, stride_kl, stride_vb, stride_vh, stride_vl,
+                      stride_mb, stride_ob, stride_oh, stride_os, stride_xb, stride_xh,
+                      scale, G: tl.constexpr, GP: tl.constexpr, D: tl.constexpr, BLOCK: tl.constexpr,
+                      SLICE: tl.constexpr, IEEE: tl.constexpr):
+        b = tl.program_id(0)  # rows fastest: a group's programs read the same prompt positions together
+        h = tl.program_id(1)
+        s = tl.program_id(2)
+        begin = tl.load(Bounds)
+        end = tl.load(Bounds + 1)
+        prefix_len = tl.load(Bounds + 2)
+        lo = tl.maximum(s * SLICE, (begin // BLOCK) * BLOCK)
+        hi = tl.minimum((s + 1) * SLICE, end)
+        offs_g = tl.arange(0, GP)
+        offs_d = tl.arange(0, D)
+        live = offs_g < G
+        q = tl.load(Q + b * stride_qb + (h * G + offs_g)[:, None] * stride_qh + offs_d[None, :],
+                    mask=live[:, None], other=0.0)
+        m_i = tl.full([GP], float("-inf"), tl.float32)
+        l_i = tl.zeros([GP], tl.float32)
+        acc = tl.zeros([GP, D], tl.float32)
+        prow = tl.load(PrefixRow + b)
+        for start in range(lo, hi, BLOCK):
+            offs_n = start + tl.arange(0, BLOCK)
+            inside = offs_n < hi
+            row = tl.where(offs_n < prefix_len, prow, b)  # per position: a block may straddle the prompt's end
+            keep = inside & (tl.load(Mask + b * stride_mb + offs_n, mask=inside, other=0) != 0)
+            k = tl.load(K + row[:, None] * stride_kb + h * stride_kh + offs_n[:, None] * stride_kl + offs_d[None, :],
+                        mask=inside[:, None], other=0.0)
+            v = tl.load(V + row[:, None] * stride_vb + h * stride_vh + offs_n[:, None] * stride_vl + offs_d[None, :],
+                        mask=inside[:, None], other=0.0)
+            if IEEE:
+                scores = tl.dot(q, tl.trans(k), input_precision="ieee")
+            else:
+                scores = tl.dot(q, tl.trans(k))
+            scores = tl.where(keep[None, :], scores * scale, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(scores, 1))
+            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+            alpha = tl.exp(m_i - m_use)
+            p = tl.exp(scores - m_use[:, None])
+            l_i = l_i * alpha + tl.sum(p, 1)
+            if IEEE:
+                acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
+            else:
+                acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+            m_i = m_new
+        heads = h * G + offs_g
+        tl.store(O + b * stride_ob + heads[:, None] * stride_oh + s * stride_os + offs_d[None, :], acc,
+                 mask=live[:, None])
+        tl.store(Mx + b * stride_xb + heads * stride_xh + s, m_i, mask=live)
+        tl.store(Sm + b * stride_xb + heads * stride_xh + s, l_i, mask=live)
+
+    def run_kernel(launch, query, key, value, mask, bounds, prefix_row, scale: float) -> torch.Tensor:
+        """The slices, then their merge; `launch` is the kernel (wrapped for torch.compile, or not)."""
+        batch, heads, _, dim = query.shape
+        kv, length = key.shape[1], key.shape[2]
+        groups = heads // kv
+        slices = triton.cdiv(length, SPLIT)
+        q = query.reshape(batch, heads, dim)
+        part = torch.empty((batch, heads, slices, dim), dtype=torch.float32, device=query.device)
+        top = torch.empty((batch, heads, slices), dtype=torch.float32, device=query.device)
+        total = torch.empty_like(top)
+        launch[(batch, kv, slices)](
+            q, key, value, mask, bounds, prefix_row, part, top, total,
+            q.stride(0), q.stride(1), key.stride(0), key.stride(1), key.stride(2),
+            value.stride(0), value.stride(1), value.stride(2), mask.stride(0),
+            part.stride(0), part.stride(1), part.stride(2), top.stride(0), top.stride(1),
+            scale, G=groups, GP=max(16, triton.next_power_of_2(groups)), D=dim, BLOCK=BLOCK_N, SLICE=SPLIT,
+            IEEE=query.dtype == torch.float32, num_warps=4)
+        weight = torch.exp(top - top.amax(-1, keepdim=True))  # a slice with nothing to read (-inf) weighs 0
+        out = (part * weight[..., None]).sum(-2) / (total * weight).sum(-1, keepdim=True)
+        return out.to(query.dtype).unsqueeze(1)
+
+    # an opaque op for torch.compile: Triton compiles the kernel in this process at the first (eager)
+    # call, and a CUDA graph captures its launch like any other kernel's
+    @torch.library.custom_op("salon::filled_decode_attention", mutates_args=())
+    def _filled_decode_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor,
+                                 bounds: torch.Tensor, prefix_row: torch.Tensor, scale: float) -> torch.Tensor:
+        return run_kernel(_slice_kernel, query, key, value, mask, bounds, prefix_row, scale).contiguous()
+
+    @_filled_decode_attention.register_fake
+    def _(query, key, value, mask, bounds, prefix_row, scale):
+        batch, heads, _, dim = query.shape
+        return query.new_empty((batch, 1, heads, dim))
+
+
+def supported(query_heads: int, kv_heads: int, head_dim: int) -> bool:
+    """Shapes the kernel takes: a power-of-two head dim of at least 16, whole groups."""
+    return query_heads % kv_heads == 0 and head_dim >= 16 and head_dim == 2 ** int(math.log2(head_dim))
 
 
 def bucket_keys(filled: int, length: int, chunk: int = KEY_CHUNK) -> int:
     """The positions a decode step attends under "buckets": `filled` rounded up to a multiple of
-    `chunk`, at most the cache's `length` - 1. A step never has more than length - 1 positions filled
-    (the last token sampled is never fed back), and a cut shorter than the cache is always a strided
-    view: a cut at the whole length would be contiguous, and the compiled step, specialised on that,
-    would compile a second time."""
-    return min(-(-filled // chunk) * chunk, length - 1)
+    `chunk`, at most the cache's `length`."""
+    return min(-(-filled // chunk) * chunk, length)
 
 
 def full_attention_only(model) -> bool:
@@ -116,7 +219,19 @@ def full_attention_only(model) -> bool:
     return kinds == {"full_attention"} and getattr(model.config, "layer_types", None) is not None
 
 
+def filled_applies(model) -> bool:
+    """Attention over the filled part runs where every layer is full attention on grouped heads."""
+    cfg = model.config.get_text_config(decoder=True)
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    return full_attention_only(model) and supported(cfg.num_attention_heads, cfg.num_key_value_heads, head_dim)
+
+
 def buckets_applies(model) -> bool:
     """Buckets run where every layer is full attention through salon's attention (which cuts the keys
     at the mask's length; transformers' own would refuse a mask shorter than the cache)."""
     return full_attention_only(model) and model.config._attn_implementation == ATTENTION
+
+
+def isolates_recompiles() -> bool:
+    """This torch.compile can give each compiled function a dynamo cache of its own."""
+    return "isolate_recompiles" in inspect.signature(torch.compile).parameters

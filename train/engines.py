@@ -29,7 +29,7 @@ def generation_engine(cfg: TrainConfig):
     from salon.train.generation import CompiledGeneration
 
     return CompiledGeneration(compile=cfg.grpo.generation_compile, prompt_bucket=cfg.grpo.generation_prompt_bucket,
-                              attention=cfg.grpo.generation_attention, graph_steps=cfg.grpo.generation_graph_steps)
+                              attention=cfg.grpo.generation_attention)
 
 
 def generation_kwargs(g) -> dict:

@@ -21,11 +21,12 @@ bound (shared/reference/generation-speed.md). This engine owns that path instead
    captured CUDA graph stays valid.
 2. `StaticDecoder` (decode.py): a `StaticCache` the decoder owns (allocated once per shape, reset
    in place) and one compiled function per decode step, forward, warpers, sampling and EOS
-   bookkeeping together, its state on the device so that 32 steps replay as one CUDA graph
-   (`grpo.generation_graph_steps`, decode_graphs.py), with attention that reads the KV heads as
-   cached instead of repeating them per query head, only up to the filled positions rounded up to a
-   multiple of 256, and each GRPO group's prompt once for its 8 rows (`grpo.generation_attention:
-   buckets`, decode_attention.py; `whole` reads every position).
+   bookkeeping together (torch.compile, mode reduce-overhead: one CUDA graph replay per token),
+   with attention that reads the KV heads as cached instead of repeating them per query head
+   (`grpo.generation_attention: buckets` reads the cache up to the filled positions rounded up to
+   a multiple of 256, one compiled step per length; `filled` reads only the filled positions, a
+   group's prompt positions from one row, and was measured slower than the whole cache on an H200:
+   decode_attention.py, docs/training.md's generation engines).
    Prompts are left-padded to a multiple of `prompt_bucket` tokens, so shapes repeat across steps.
 3. Sampling is TRL's `GenerationConfig` (temperature, top-p, top-k, EOS ids, max_completion_length)
    with generate's own warpers and sampling rule (decode.py says how it is the same), on the
@@ -37,16 +38,17 @@ bound (shared/reference/generation-speed.md). This engine owns that path instead
    transformers path), so no importance-sampling term enters.
 
 Compilations. A compiled decode step is specific to (batch, bucket + max_completion_length) and
-the sampling settings, which are fixed within a run; the attended length is a dynamic dimension of
-it. With a fixed generation batch a run compiles once per prompt bucket its prompts fall in: prompts
-whose lengths span S tokens touch at most S // prompt_bucket + 2 buckets, so a 200-step run of
-salon's painting prompts (one subject: one length) compiles once (about 45 s on an H200 for
-Qwen3-1.7B), and never more than dynamo's recompile_limit (8) shapes. The first call also captures
-one CUDA graph per attended length. Each call logs `salon/generation/compiled_graphs` (dynamo graphs
-compiled so far), `salon/generation/shapes`, `salon/generation/decode_loop` (1 when the loop ran, 0
-when transformers' generate did) and `salon/generation/shared_prompt_rows` (rows reading one prompt,
-1 when none share); a graph compiled again for a shape and settings already seen is logged as a
-warning (a guard failed, which is a bug, not a cost to accept).
+the sampling settings, which are fixed within a run. With a fixed generation batch a run compiles
+once per prompt bucket its prompts fall in: prompts whose lengths span S tokens touch at most
+S // prompt_bucket + 2 buckets, so a 200-step run of salon's painting prompts (one subject: one
+length) compiles once (about 45 s on an H200 for Qwen3-1.7B), and never more than dynamo's
+recompile_limit (8) shapes. Under `generation_attention: buckets` each shape compiles one step per
+attended length (max_completion_length / 256 of them), each length a torch.compile with a dynamo
+cache of its own (torch 2.14's isolate_recompiles; an older torch raises the limit to hold them). Each call logs
+`salon/generation/compiled_graphs` (dynamo graphs compiled so far), `salon/generation/shapes` and
+`salon/generation/decode_loop` (1 when the loop ran, 0 when transformers' generate did); a graph
+compiled again for a shape and settings already seen is logged as a warning (a guard failed, which
+is a bug, not a cost to accept).
 
 Memory. The copy costs the base model's weights once more (3.4 GB for Qwen3-1.7B in bf16), each
 cache batch x (bucket + max_completion_length) x layers x 2 x KV heads x head dim x 2 bytes. Both
@@ -72,7 +74,7 @@ from transformers import AutoModelForCausalLM
 
 from salon.pool.errors import ConfigError
 from salon.train.config_grpo import GENERATION_COMPILE
-from salon.train.decode import ATTENTION, GIB, GRAPH_STEPS, StaticDecoder, check_fits
+from salon.train.decode import ATTENTION, GIB, StaticDecoder, check_fits
 
 log = logging.getLogger(__name__)
 
@@ -136,13 +138,12 @@ def cut_after_eos(completions: torch.Tensor, eos_ids: list[int]) -> list[list[in
 class CompiledGeneration:
     """TRL's `rollout_func` for `grpo.generation: compiled` (see the module doc)."""
 
-    def __init__(self, compile: str = "auto", prompt_bucket: int = 256, compile_config=None, attention: str = "buckets",
-                 graph_steps: int = GRAPH_STEPS):
+    def __init__(self, compile: str = "auto", prompt_bucket: int = 256, compile_config=None, attention: str = "whole"):
         if compile not in GENERATION_COMPILE:
             raise ConfigError([f"grpo.generation_compile={compile!r}: use {', '.join(GENERATION_COMPILE)}"],
                               "salon train")
         self.compile, self.prompt_bucket, self.compile_config = compile, prompt_bucket, compile_config
-        self.attention, self.graph_steps = attention, graph_steps
+        self.attention = attention
         self.policy: MergedPolicy | None = None
         self.decoder: StaticDecoder | None = None
         self.refreshed_at: int | None = None
@@ -166,8 +167,7 @@ class CompiledGeneration:
         self.policy = MergedPolicy(trainer.model)
         on = self.compile == "on" or (self.compile == "auto" and self.policy.device.type == "cuda")
         self.decoder = StaticDecoder(self.policy.model, compile=on, prompt_bucket=self.prompt_bucket,
-                                     compile_config=self.compile_config, attention=self.attention,
-                                     graph_steps=self.graph_steps)
+                                     compile_config=self.compile_config, attention=self.attention)
         self.refreshed_at = trainer.state.global_step
         log.info("compiled generation: merged copy of %.2f GiB on %s (compile %s, prompts padded to multiples of %d)",
                  self.policy.nbytes / GIB, self.policy.device, "on" if on else "off", self.prompt_bucket)
@@ -186,7 +186,6 @@ class CompiledGeneration:
         tokens = sum(len(c) for c in completion_ids)
         for name, value in (("compiled_graphs", self.decoder.compiled_graphs), ("shapes", len(self.decoder.shapes)),
                             ("decode_loop", self.decoder.last_path == "loop"),
-                            ("shared_prompt_rows", self.decoder.last_rows),
                             ("copy_gib", self.policy.nbytes / GIB),
                             ("kv_cache_gib", sum(self.decoder.cache_bytes(*k) for k in self.decoder.caches) / GIB),
                             ("tokens_per_s", tokens / max(self.decoder.last_seconds, 1e-9))):
