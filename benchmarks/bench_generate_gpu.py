@@ -9,16 +9,16 @@ random weights) in bf16 with a peft LoRA (r=16, alpha 32, all linear layers; B d
 zero, so the adapter counts). In one run, on the same model and prompts, at each batch:
   generate             peft model + `generate`, dynamic cache (grpo.generation=transformers)
   continuous_batching  peft model + `generate_batch`, cast to bf16 as TRL casts it (grpo.generation=continuous_batching)
-  compiled             salon.train.generation as it was before decode_graphs.py: merged copy, static cache,
-                       attention over the whole cache, one CUDA graph per decode step
-                       (grpo.generation_attention=whole, grpo.generation_graph_steps=1)
-  compiled_buckets     the same, attention over the filled positions rounded up to a multiple of 256, each
-                       group's prompt read once (grpo.generation_attention=buckets), a graph per step
-  compiled_buckets_graphs  the same, 32 decode steps per captured CUDA graph (grpo.generation=compiled's
-                       defaults now)
+  compiled             salon.train.generation: merged copy, static cache, compiled decode (grpo.generation=compiled),
+                       attention over the filled positions only (grpo.generation_attention=filled)
+  compiled_whole_cache the same, attention over the whole static cache (grpo.generation_attention=whole,
+                       the default)
+  compiled_buckets     the same, attention over the filled positions rounded up to a multiple of 256
+                       (grpo.generation_attention=buckets: one compiled step per length, so its first
+                       call compiles about tokens / 256 graphs)
 Each sequence runs `--tokens` new tokens (no EOS) after a 600-token prompt, sampling on (top-p
-0.95, top-k 20); rows come in groups of `--group` (8, GRPO's num_generations) sharing a prompt, as
-TRL hands them to the engine. `compiled` is timed on its second call (the first compiles); `generate` after a
+0.95, top-k 20); `--group N` gives N consecutive rows one prompt, as TRL hands a GRPO group to the
+engine (the default 1: every row its own prompt). `compiled` is timed on its second call (the first compiles); `generate` after a
 short warm-up. The bound is batch x bandwidth / (weight bytes + mean KV bytes) with the copy
 bandwidth measured here. The JSON holds, per batch, each engine's tokens/s and share of that bound;
 the printout adds seconds, peak memory per engine (the copy's cost is the compiled line's extra),
@@ -39,9 +39,8 @@ from pathlib import Path
 
 PROMPT_TOKENS = 600  # the painting prompt (system + user) is about this long
 # compiled first: fails fastest
-ENGINES = ("compiled", "compiled_buckets", "compiled_buckets_graphs", "generate", "continuous_batching")
-# grpo.generation_attention and grpo.generation_graph_steps of each compiled engine
-COMPILED = {"compiled": ("whole", 1), "compiled_buckets": ("buckets", 1), "compiled_buckets_graphs": ("buckets", 32)}
+ENGINES = ("compiled", "compiled_whole_cache", "compiled_buckets", "generate", "continuous_batching")
+ATTENTION = {"compiled": "filled", "compiled_whole_cache": "whole", "compiled_buckets": "buckets"}  # generation_attention
 
 
 def copy_bandwidth(device) -> float:
@@ -168,13 +167,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batches", default="8,64")
     ap.add_argument("--tokens", type=int, default=512)
     ap.add_argument("--engines", default=",".join(ENGINES))
-    ap.add_argument("--group", type=int, default=8, help="rows sharing a prompt (GRPO's num_generations); 1: "
-                    "every row its own prompt")
     ap.add_argument("--cpu", action="store_true", help="a check of this script on a CPU: tiny model, compile off")
     ap.add_argument("--fail-fast", action="store_true", help="stop at the first engine that fails")
     ap.add_argument("--json", default="")
     ap.add_argument("--add", action="store_true", help="keep the engines already in --json that this run does not "
                     "measure (same device, batch and new tokens)")
+    ap.add_argument("--group", type=int, default=1, help="consecutive rows sharing a prompt (GRPO's num_generations)")
     ap.add_argument("--profile", default="", help="the kernels of 16 decode steps per compiled engine, as JSON")
     args = ap.parse_args(argv)
 
@@ -188,8 +186,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.tokens} new tokens", flush=True)
 
     policy = MergedPolicy(model) if "compiled" in args.engines else None
-    decoder = {engine: StaticDecoder(policy.model, compile=device.type == "cuda", attention=COMPILED[engine][0],
-                                     graph_steps=COMPILED[engine][1])
+    decoder = {engine: StaticDecoder(policy.model, compile=device.type == "cuda", attention=ATTENTION[engine])
                for engine in args.engines.split(",") if engine.startswith("compiled")} if policy else {}
     if policy:
         probe = torch.randint(10, 300, (2, prompt_tokens), device=device)
@@ -219,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         group = min(args.group, batch)
         distinct = torch.randint(10, 300, (-(-batch // group), prompt_tokens),
                                  generator=torch.Generator().manual_seed(batch)).tolist()
-        prompts = [distinct[i // group] for i in range(batch)]  # consecutive rows share a prompt, as in GRPO
+        prompts = [distinct[i // group] for i in range(batch)]  # consecutive rows share a prompt (--group)
         run = {"batch": batch, "new_tokens": args.tokens, "bound_tokens_per_s": round(bound),
                "engines": dict(earlier.get((batch, args.tokens), {}))}
         report["runs"].append(run)

@@ -3,10 +3,12 @@
     python benchmarks/bench_train_gpu.py --json benchmarks/results/bench_train_gpu_h200.json
     python benchmarks/bench_train_gpu.py --prompts-per-step 8 --json benchmarks/results/bench_train_gpu_64_h200.json
     python benchmarks/bench_train_gpu.py --engines compiled --add --json FILE  # one engine per call, into FILE
-    python benchmarks/bench_train_gpu.py --add --profile benchmarks/results/train_step_profile_h200.json \
-        --json benchmarks/results/bench_train_gpu_h200.json   # the engine before and now, one more step profiled
+    python benchmarks/bench_train_gpu.py --engines compiled,compiled_buckets --json FILE  # two attentions, one run
+    python benchmarks/bench_train_gpu.py --engines compiled --add --steps 3 --json FILE \
+        --profile benchmarks/results/train_step_profile_h200.json   # and one more step under torch.profiler
     python benchmarks/bench_train_gpu.py --engines compiled --render-paths on,off \
         --render-json benchmarks/results/bench_train_render_h200.json   # GPU against SwiftShader rendering, one run
+    python benchmarks/bench_train_gpu.py --engines compiled --set render.gl=vulkan-icd --json FILE   # any override
     python benchmarks/bench_train_gpu.py --cpu --tokens 32 --steps 3       # the same code on a CPU, tiny models
 
 What runs is the real recipe (salon.train.recipe.train) from train/configs/lora_1gpu.yaml: TRL's
@@ -25,10 +27,9 @@ the same GPU, the rollout archive, with these changes:
   --prompts-per-step P                  P prompts x 8 completions generated at once per optimiser
                 step (per_device_train_batch_size 8, gradient_accumulation_steps P)
 
-Each engine (`--engines`: grpo.generation names, or compiled / compiled_buckets / compiled_buckets_graphs:
-grpo.generation=compiled as it was before (the whole cache, a CUDA graph per decode step), with buckets,
-and with buckets and 32 steps per graph, its defaults now) runs `--steps` steps in its own process, so
-peak memory and compile state are its own. Per engine, the JSON holds steady-state
+Each engine (`--engines`: grpo.generation names, or compiled_ATTENTION for grpo.generation=compiled
+with grpo.generation_attention=ATTENTION, e.g. compiled_buckets) runs `--steps` steps in its own
+process, so peak memory and compile state are its own. Per engine, the JSON holds steady-state
 means (the first step, which loads and compiles, left out) of:
   step_s          one optimiser step, first micro-step to after the optimizer's update
   generation_s    TRL's `_generate` (tokenize, generate, decode)
@@ -43,8 +44,9 @@ means (the first step, which loads and compiles, left out) of:
   optimisation_s  step_s minus TRL's whole rollout (`_generate_and_score_completions`: generation,
                   reward, log-prob passes): the loss's forward and backward and the update
   peak_memory_gib torch.cuda.max_memory_allocated over the engine's run (0 on a CPU)
-The printout (and `--steps-json`) adds, per step, reward_s (the reward function: render wait,
-judging, the archive) and logprob_s (the rest of TRL's rollout: the log-prob passes and its
+The printout (and `--steps-json`) adds, per step, pairwise_judge_s (judge_s's pairwise judge alone:
+the rest of it is the CPU-side image judges, decoding and the records), reward_s (the reward function:
+render wait, judging, the archive) and logprob_s (the rest of TRL's rollout: the log-prob passes and its
 bookkeeping), so what holds a step is measured, not guessed.
 
 `--render-paths on,off` runs each engine once per render.gpu value (the first is the one written to
@@ -145,17 +147,10 @@ class Timings:
         GRPOTrainer._generate_and_score_completions = timed(real_rollout, self.rollout)
 
 
-# grpo settings of the compiled engines (bench_generate_gpu.py's names): `compiled` is the engine as it was
-# before decode_graphs.py (the whole cache, one CUDA graph per decode step), `compiled_buckets_graphs` its defaults now
-COMPILED = {"compiled": ("whole", 1), "compiled_buckets": ("buckets", 1), "compiled_buckets_graphs": ("buckets", 32)}
-
-
 def engine_overrides(engine: str) -> list[str]:
-    """The grpo settings of an --engines name: a compiled engine of COMPILED, or a grpo.generation value."""
-    if engine in COMPILED:
-        attention, steps = COMPILED[engine]
-        return ["grpo.generation=compiled", f"grpo.generation_attention={attention}",
-                f"grpo.generation_graph_steps={steps}"]
+    """The grpo settings of an --engines name: compiled_ATTENTION is the compiled engine with that attention."""
+    if engine.startswith("compiled_"):
+        return ["grpo.generation=compiled", f"grpo.generation_attention={engine.removeprefix('compiled_')}"]
     return [f"grpo.generation={engine}"]
 
 
@@ -204,7 +199,7 @@ def run_engine(args, engine: str, refs: Path, gpu_render: str) -> dict:
                  f"grpo.num_generations={NUM_GENERATIONS}", f"grpo.per_device_train_batch_size={NUM_GENERATIONS}",
                  f"grpo.gradient_accumulation_steps={args.prompts_per_step}",
                  f"render.workers={args.workers}", f"render.browsers={args.browsers}", f"render.gpu={gpu_render}",
-                 "data.repeat=64", "audit.grid_every=0"]
+                 "data.repeat=64", "audit.grid_every=0", *args.set]
     if args.cpu:
         overrides += ["grpo.use_cpu=true", "grpo.bf16=false", "grpo.gradient_checkpointing=false", "lora.r=4",
                       "lora.alpha=8"]
@@ -230,6 +225,7 @@ def run_engine(args, engine: str, refs: Path, gpu_render: str) -> dict:
                       "tokens_per_s": timings.tokens.get(step, 0) / generation,
                       "render_wait_s": h.get("salon/time/render_wait_s", float("nan")),
                       "judge_s": h.get("salon/time/judge_s", float("nan")),
+                      "pairwise_judge_s": h.get("salon/time/pairwise_judge_s", float("nan")),
                       "optimisation_s": timings.step[step] - rollout, "reward_s": reward,
                       "logprob_s": rollout - generation - reward})
     memory = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else 0.0
@@ -253,8 +249,8 @@ def steady_mean(part: dict) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--engines", default="compiled,compiled_buckets_graphs", help="engines, in order: "
-                    f"{', '.join(COMPILED)} or a grpo.generation value (transformers, continuous_batching, ...)")
+    ap.add_argument("--engines", default="transformers,compiled", help="grpo.generation engines, in order; "
+                    "compiled_ATTENTION: compiled with that grpo.generation_attention (compiled_buckets)")
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--tokens", type=int, default=2048, help="max_completion_length")
     ap.add_argument("--prompts-per-step", type=int, default=1, help="prompts x 8 completions per optimiser step")
@@ -265,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps-json", default="", help="every run's per-step rows, with reward_s and logprob_s")
     ap.add_argument("--profile", default="", help="one more step per engine under torch.profiler (left out of the "
                     "means): the card's busy and idle time per phase and its top kernels, as JSON (step_profile.py)")
+    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="more salon train overrides, for "
+                    "every engine (e.g. render.gl=vulkan-icd grpo.gradient_checkpointing=false)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--browsers", type=int, default=4)
     ap.add_argument("--policy", default="random:qwen3-1.7b")

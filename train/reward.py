@@ -77,13 +77,16 @@ class RewardAdapter:
                                     columns.get("row"), columns.get("subject"))
         started = self._start(samples)
         rollouts: list[Rollout | None] = [None] * len(samples)
-        timing = {"render_wait_s": 0.0, "judge_s": 0.0}
+        # judge_s: scoring a group (the pairwise judge, the image judges, decoding, the records);
+        # pairwise_judge_s: the pairwise judge's share of it
+        timing = {"render_wait_s": 0.0, "judge_s": 0.0, "pairwise_judge_s": 0.0}
         for group, results, waited in _groups_as_rendered(samples, started):
             timing["render_wait_s"] += waited
             tj = time.perf_counter()
             for sample, result, scored in zip(group, results, self.scorer.score_group(group, results, step)):
                 rollouts[sample.index] = self._rollout(sample, result, scored, step)
             timing["judge_s"] += time.perf_counter() - tj
+            timing["pairwise_judge_s"] += self.scorer.last_pairwise_s
         timing["reward_s"] = time.perf_counter() - t0
         self.recorder.record(rollouts, step, log_metric, timing)
         return [r.reward for r in rollouts]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import logging
+import time
 from dataclasses import dataclass, field
 
 from PIL import Image
@@ -75,6 +76,7 @@ class Scorer:
     seed: int = 0
     absolute: object | None = None  # an ImageJudge scoring 0..1 (weights.absolute); a RatingJudge keeps mu too
     image_judges: dict = field(init=False)
+    last_pairwise_s: float = field(init=False, default=0.0)
     _threads: object = field(init=False, repr=False)
 
     def __post_init__(self):
@@ -98,7 +100,9 @@ class Scorer:
         # judge keeps the GPU busy, instead of after it
         measured = {name: self._threads.submit(safe_scores, j, [images[i] for i in passed])
                     for name, j in [*self.image_judges.items(), ("coverage", _Coverage())]}
+        t0 = time.perf_counter()
         judged, reasons = judge_safely(self.judge, [images[i] for i in passed], draw)
+        self.last_pairwise_s = time.perf_counter() - t0  # the pairwise judge alone (the reward logs it beside judge_s)
         extra = {name: measured[name].result() for name in self.image_judges}
         coverage = dict(zip(passed, measured["coverage"].result()))
         coverage.update(zip(rest := [i for i in present if i not in coverage],
