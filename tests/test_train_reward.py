@@ -226,3 +226,46 @@ def test_groups_are_scored_as_their_renders_finish_and_the_wait_is_counted_block
     assert [[s.group for s in group] for group, _, _ in out] == [["a", "a"], ["b", "b"]]
     assert sum(w for _, _, w in out) >= 0.35  # the renders took 0.4 s after the loop began: all of it waited
     assert out[0][2] >= 0.05 and checks["n"] < 50
+
+
+def test_with_judge_as_rendered_each_group_comes_out_in_batches_as_its_renders_finish():
+    """reward.judge_as_rendered: the same renders as above, but a group's paintings come out as soon as
+    they exist (the one already there at once, the others one by one), every sample exactly once."""
+    import threading
+
+    from salon.curate.sandbox.render import RenderResult
+    from salon.train import reward as reward_module
+
+    samples = [dataclasses.replace(s, group=g) for s, g in zip(
+        Planner(0).plan(["p"] * 4, ["c"] * 4, 0), ["a", "a", "b", "b"])]
+    started = [RenderResult(ok=False, violations=["no_sketch"]), Future(), Future(), Future()]
+
+    def finish(future, delay):
+        threading.Event().wait(delay)
+        future.set_result(RenderResult(ok=True))
+
+    threads = [threading.Thread(target=finish, args=(started[i], delay)) for i, delay in ((1, 0.1), (2, 0.2), (3, 0.4))]
+    for t in threads:
+        t.start()
+    out = list(reward_module._groups_as_rendered(samples, started, partial=True))
+    for t in threads:
+        t.join()
+    assert [[s.index for s in batch] for batch, _, _ in out] == [[0], [1], [2], [3]]
+    assert [[s.group for s in batch] for batch, _, _ in out] == [["a"], ["a"], ["b"], ["b"]]
+    assert sum(w for _, _, w in out) >= 0.35 and [r.ok for _, results, _ in out for r in results] == [False] + [True] * 3
+
+
+def test_judge_as_rendered_gives_the_rewards_of_whole_groups(tiny, render_pool, tmp_path):
+    """The same completions scored group by group and painting by painting as they render: one reference
+    draw per group either way, so the same rewards (float32 judge on a CPU: batch composition moves
+    them by rounding only, 1e-5)."""
+    prompts = ["Paint a teacup."] * 3 + ["Paint a lake."] * 3
+    completions = [fenced("still_02_teacup.js"), fenced("mountain_02_collapse.js"), NOT_WEBGL,
+                   fenced("koi_02_swirl.js"), fenced("still_02_teacup.js"), "I cannot paint."]
+    got = {}
+    for as_rendered in (False, True):
+        a = adapter(tiny, render_pool, tmp_path / str(as_rendered), judge_as_rendered=as_rendered, gate_penalty=-0.25)
+        got[as_rendered], metrics = call(a, prompts, completions, rows=[0, 0, 0, 1, 1, 1])
+        assert metrics["salon/none"] == 0 and "salon/time/pairwise_judge_s" in metrics
+    assert got[True] == pytest.approx(got[False], abs=1e-5)
+    assert got[True][2] == got[True][5] == -0.25 and all(r > 0 for r in (got[True][0], got[True][3]))

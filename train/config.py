@@ -108,6 +108,9 @@ class RewardSettings:
     length_min_chars: int = 600  # length component 0 below, ramps to 1 at length_full_chars,
     length_full_chars: int = 12000  # stays 1 until length_max_chars, 0 above (the prior art's ramp
     length_max_chars: int = 24000  # in tokens x 4)
+    # judge the paintings of a group as they come out of the renderer (each batch of those ready faces the
+    # group's one reference draw), so judging overlaps rendering; off: a group is judged once all of it is
+    judge_as_rendered: bool = False
 
     def __post_init__(self):
         p = field_problems(self, "reward.")

@@ -12,7 +12,9 @@ One sample through a call (`__call__` reads in this order):
 2. gate and render: the static gate runs at once; sketches that pass go to the render step, all
    of the batch together (or already at generation time: `prefetch`);
 3. score (salon.train.scoring.Scorer): as soon as every painting of a group exists, the group is
-   judged against one reference draw, while other groups still render. Gate failure gets the
+   judged against one reference draw, while other groups still render (`reward.judge_as_rendered`:
+   the paintings ready so far, a batch at a time, against the same draw, while the rest of their
+   group still renders). Gate failure gets the
    configured penalty; an infrastructure failure (render unavailable, an undecodable PNG, a
    weighted scorer without an answer) makes the sample None, never 0;
 4. record (salon.train.recorder.Recorder): a typed `Rollout` per sample goes to the archive, with
@@ -80,7 +82,7 @@ class RewardAdapter:
         # judge_s: scoring a group (the pairwise judge, the image judges, decoding, the records);
         # pairwise_judge_s: the pairwise judge's share of it
         timing = {"render_wait_s": 0.0, "judge_s": 0.0, "pairwise_judge_s": 0.0}
-        for group, results, waited in _groups_as_rendered(samples, started):
+        for group, results, waited in _groups_as_rendered(samples, started, self.scorer.settings.judge_as_rendered):
             timing["render_wait_s"] += waited
             tj = time.perf_counter()
             for sample, result, scored in zip(group, results, self.scorer.score_group(group, results, step)):
@@ -136,24 +138,29 @@ class RewardAdapter:
             absolute_reason=getattr(scored.absolute, "reason", None))
 
 
-def _groups_as_rendered(samples: list[Sample], started: list):
-    """Yield (samples, results, seconds waited) per group, each as soon as all its renders are done;
-    the wait is counted from the previous group on, and spent blocked, not polling."""
+def _groups_as_rendered(samples: list[Sample], started: list, partial: bool = False):
+    """Yield (samples, results, seconds waited) per group, each as soon as all its renders are done,
+    or with `partial` each group's renders done so far, as soon as there are any (the rest of the group
+    comes in later batches); the wait is counted from the previous batch on, and spent blocked, not
+    polling."""
     pending: dict[str, list[int]] = {}
     for i, s in enumerate(samples):
         pending.setdefault(s.group, []).append(i)
     waited = 0.0
     while pending:
-        ready = [g for g, idx in pending.items() if all(_ready(started[i]) for i in idx)]
+        ready = {g: [i for i in idx if _ready(started[i])] for g, idx in pending.items()}
+        ready = {g: done for g, done in ready.items() if done and (partial or len(done) == len(pending[g]))}
         if not ready:  # then some render is still running: block until one finishes
             running = [started[i] for idx in pending.values() for i in idx if not _ready(started[i])]
             tw = time.perf_counter()
             wait(running, return_when=FIRST_COMPLETED)
             waited += time.perf_counter() - tw
             continue
-        for group in ready:
-            idx = pending.pop(group)
-            yield [samples[i] for i in idx], [_result(started[i]) for i in idx], waited
+        for group, done in ready.items():
+            pending[group] = [i for i in pending[group] if i not in done]
+            if not pending[group]:
+                del pending[group]
+            yield [samples[i] for i in done], [_result(started[i]) for i in done], waited
             waited = 0.0
 
 
