@@ -18,8 +18,8 @@ zero, so the adapter counts). In one run, on the same model and prompts, at each
                        call compiles about tokens / 256 graphs)
 Each sequence runs `--tokens` new tokens (no EOS) after a 600-token prompt, sampling on (top-p
 0.95, top-k 20); `--group N` gives N consecutive rows one prompt, as TRL hands a GRPO group to the
-engine (the default 1: every row its own prompt). `compiled` is timed on its second call (the first compiles); `generate` after a
-short warm-up. The bound is batch x bandwidth / (weight bytes + mean KV bytes) with the copy
+engine (the default 1: every row its own prompt). `compiled` is timed on its second call (the first
+compiles); `generate` after a short warm-up. The bound is batch x bandwidth / (weight bytes + mean KV bytes) with the copy
 bandwidth measured here. The JSON holds, per batch, each engine's tokens/s and share of that bound;
 the printout adds seconds, peak memory per engine (the copy's cost is the compiled line's extra),
 compilations and how far the merged copy's log-probabilities are from the peft model's.

@@ -77,11 +77,12 @@ def summary(prof, top: int = 20) -> dict:
     gpu, ranges, kernels = [], {}, {}
     for e in prof.events():
         span = (e.time_range.start, e.time_range.end)
-        if e.device_type == torch.autograd.DeviceType.CUDA:
+        if e.name in PHASES:  # a range shows on the CPU and, as an annotation, on the GPU's timeline: not card work
+            if e.device_type == torch.autograd.DeviceType.CPU:
+                ranges.setdefault(e.name, []).append(span)
+        elif e.device_type == torch.autograd.DeviceType.CUDA:
             gpu.append(span)
             kernels[e.name] = kernels.get(e.name, 0.0) + (span[1] - span[0])
-        elif e.name in PHASES:
-            ranges.setdefault(e.name, []).append(span)
     busy = _union(gpu)
     step = _union(ranges.get("salon/step", [])) or ([(busy[0][0], busy[-1][1])] if busy else [])
     wall = sum(b - a for a, b in step)
