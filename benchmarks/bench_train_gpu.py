@@ -9,6 +9,9 @@
     python benchmarks/bench_train_gpu.py --engines compiled --render-paths on,off \
         --render-json benchmarks/results/bench_train_render_h200.json   # GPU against SwiftShader rendering, one run
     python benchmarks/bench_train_gpu.py --engines compiled --set render.gl=vulkan-icd --json FILE   # any override
+    python benchmarks/bench_train_gpu.py --engines compiled --variant fast grpo.generation_attention=buckets \
+        grpo.gradient_checkpointing=false --json FILE   # today's defaults beside a named set of overrides, one run
+    python benchmarks/bench_train_gpu.py --engines "" --variant a K=V --variant b K=V --json FILE   # variants alone
     python benchmarks/bench_train_gpu.py --cpu --tokens 32 --steps 3       # the same code on a CPU, tiny models
 
 What runs is the real recipe (salon.train.recipe.train) from train/configs/lora_1gpu.yaml: TRL's
@@ -29,8 +32,13 @@ the same GPU, the rollout archive, with these changes:
 
 Each engine (`--engines`: grpo.generation names, or compiled_ATTENTION for grpo.generation=compiled
 with grpo.generation_attention=ATTENTION, e.g. compiled_buckets) runs `--steps` steps in its own
-process, so peak memory and compile state are its own. Per engine, the JSON holds steady-state
-means (the first step, which loads and compiles, left out) of:
+process, so peak memory and compile state are its own. So does each `--variant NAME KEY=VALUE ...`,
+after the engines, in the order given: a run named NAME (in the JSON, the printout and every file)
+whose overrides are its pairs alone, applied last (after --set and the CPU's settings, so a variant
+can change them); its name sets no engine. `--engines ""` runs only the variants. Every file asked for
+is written again after each run, so a call killed at its time limit keeps the runs it finished.
+Per engine or variant, the JSON holds steady-state means (the first step, which loads and compiles,
+left out) of:
   step_s          one optimiser step, first micro-step to after the optimizer's update
   generation_s    TRL's `_generate` (tokenize, generate, decode)
   tokens_per_s    completion tokens generated / generation_s
@@ -60,12 +68,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench_generate_gpu import bound_tokens_per_s, copy_bandwidth  # benchmarks/ is on sys.path when run as a script
@@ -77,6 +87,7 @@ REFERENCE_SKETCHES = {"love": ["hibiscus_03_layered", "koi_02_swirl", "jellyfish
 KEYS = ("step_s", "generation_s", "tokens_per_s", "generation_share_of_bound", "render_wait_s", "judge_s",
         "optimisation_s", "peak_memory_gib")
 DIGITS = {"tokens_per_s": 1, "generation_share_of_bound": 4}  # the others: 2
+RUN_NAME = re.compile(r"[A-Za-z0-9_.-]+")  # a run's name names its folder and part file
 NUM_GENERATIONS = 8
 
 
@@ -154,6 +165,24 @@ def engine_overrides(engine: str) -> list[str]:
     return [f"grpo.generation={engine}"]
 
 
+def variants_of(engines: list[str], variants: list[list[str]]) -> dict[str, list[str]]:
+    """Each --variant NAME KEY=VALUE ...'s name -> its salon train overrides, in the order given. A ValueError
+    says what is wrong with one: a name taken by an engine or an earlier variant, a name that is not
+    [A-Za-z0-9_.-], a pair without '='."""
+    named: dict[str, list[str]] = {}
+    for name, *pairs in variants:
+        if not RUN_NAME.fullmatch(name):
+            raise ValueError(f"--variant {name!r}: a name is letters, digits, '_', '.' and '-' (it names the "
+                             "run's folder)")
+        if name in engines or name in named:
+            raise ValueError(f"--variant {name}: the name is taken by "
+                             f"{'an engine' if name in engines else 'an earlier --variant'}; runs need their own")
+        if bad := [pair for pair in pairs if "=" not in pair or pair.startswith("=")]:
+            raise ValueError(f"--variant {name}: {', '.join(bad)}: overrides are KEY=VALUE")
+        named[name] = pairs
+    return named
+
+
 def weight_bytes(folder: Path, itemsize: int) -> int:
     """The policy's parameter bytes at `itemsize` bytes each (a model on the meta device: nothing loaded)."""
     import torch
@@ -178,8 +207,9 @@ def run_dir(args, engine: str, gpu_render: str) -> Path:
     return Path(args.out) / f"{engine}-{gpu_render}"
 
 
-def run_engine(args, engine: str, refs: Path, gpu_render: str) -> dict:
-    """One engine's run in this process: {"steps": [per-step rows], "peak_memory_gib": x}."""
+def run_engine(args, engine: str, variant: list[str] | None, refs: Path, gpu_render: str) -> dict:
+    """One engine's run in this process, or a variant's (`variant`: its overrides; None for an engine):
+    {"steps": [per-step rows], "peak_memory_gib": x}."""
     import torch
     from transformers import AutoConfig
 
@@ -192,10 +222,11 @@ def run_engine(args, engine: str, refs: Path, gpu_render: str) -> dict:
     policy = resolve_model(args.policy, Path(args.out) / "models" / "policy")
     judge = resolve_model(args.judge, Path(args.out) / "models" / "judge")
     steps_run = args.steps + (1 if args.profile else 0)  # the profiled step comes last and is left out of the means
+    engine_part = engine_overrides(engine) if variant is None else []  # a variant's name sets nothing
     overrides = [f"output_dir={run_dir(args, engine, gpu_render)}", f"policy.model={policy}", f"judge.model={judge}",
                  f"judge.references={refs}", "smoke.examples=1.0", f"grpo.max_steps={steps_run}",
                  f"grpo.save_steps={steps_run}", "grpo.warmup_steps=0", "grpo.report_to=[]", "grpo.logging_steps=1",
-                 f"grpo.max_completion_length={args.tokens}", *engine_overrides(engine),
+                 f"grpo.max_completion_length={args.tokens}", *engine_part,
                  f"grpo.num_generations={NUM_GENERATIONS}", f"grpo.per_device_train_batch_size={NUM_GENERATIONS}",
                  f"grpo.gradient_accumulation_steps={args.prompts_per_step}",
                  f"render.workers={args.workers}", f"render.browsers={args.browsers}", f"render.gpu={gpu_render}",
@@ -203,6 +234,7 @@ def run_engine(args, engine: str, refs: Path, gpu_render: str) -> dict:
     if args.cpu:
         overrides += ["grpo.use_cpu=true", "grpo.bf16=false", "grpo.gradient_checkpointing=false", "lora.r=4",
                       "lora.alpha=8"]
+    overrides += variant or []  # last, so a variant can change what --set and the CPU's settings say
     profiled = None
     if args.profile:
         from step_profile import ProfiledStep, StepRanges
@@ -247,6 +279,46 @@ def steady_mean(part: dict) -> dict:
     return {k: round(means[k] if k in means else part["peak_memory_gib"], DIGITS.get(k, 2)) for k in KEYS}
 
 
+@dataclass
+class Finished:
+    """What the runs finished so far measured, by the file that holds it."""
+    engines: dict = field(default_factory=dict)  # name -> steady means on the first render path (--json)
+    by_path: dict = field(default_factory=dict)  # name -> {render.gpu: steady means} (--render-json)
+    render_gl: dict = field(default_factory=dict)  # name -> {render.gpu: the GL paths the archive recorded}
+    profiles: dict = field(default_factory=dict)  # label -> step_profile's result (--profile)
+    steps: dict = field(default_factory=dict)  # label -> per-step rows (--steps-json)
+
+
+def write_json(path: str, data: dict) -> None:
+    """Whole or not at all: a process killed mid-write leaves the file it had."""
+    tmp = Path(f"{path}.tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def write_reports(args, head: dict, earlier: dict, finished: Finished, echo: bool = False) -> None:
+    """Every file asked for, from the runs finished so far; called after each run, so a call killed at its time
+    limit keeps them. head: --json's keys but "engines"; earlier: the engines --add keeps from --json."""
+    report = {**head, "engines": {**earlier, **finished.engines}}
+    if echo:
+        print(json.dumps(report, indent=1))
+    if args.json:
+        write_json(args.json, report)
+    if args.render_json and args.render_paths:
+        for engine, runs in finished.by_path.items():
+            side = {**head, "engine": engine, "render_paths": runs, "render_gl": finished.render_gl[engine]}
+            if echo:
+                print(json.dumps(side, indent=1))
+            write_json(args.render_json, side)
+    if args.profile:
+        write_json(args.profile, {"device": head["device"], "num_generations": NUM_GENERATIONS,
+                                  "max_completion_length": args.tokens,
+                                  "rollouts_per_step": NUM_GENERATIONS * args.prompts_per_step,
+                                  "engines": finished.profiles})
+    if args.steps_json:
+        write_json(args.steps_json, {"device": head["device"], "runs": finished.steps})
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--engines", default="transformers,compiled", help="grpo.generation engines, in order; "
@@ -263,6 +335,9 @@ def main(argv: list[str] | None = None) -> int:
                     "means): the card's busy and idle time per phase and its top kernels, as JSON (step_profile.py)")
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="more salon train overrides, for "
                     "every engine (e.g. render.gl=vulkan-icd grpo.gradient_checkpointing=false)")
+    ap.add_argument("--variant", action="append", nargs="+", default=[], metavar=("NAME", "KEY=VALUE"),
+                    help="one more run after the engines, named NAME, with these overrides alone, applied last "
+                    "(repeatable; e.g. fast grpo.generation_attention=buckets grpo.gradient_checkpointing=false)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--browsers", type=int, default=4)
     ap.add_argument("--policy", default="random:qwen3-1.7b")
@@ -272,25 +347,43 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default="")
     ap.add_argument("--add", action="store_true", help="keep the other engines already in --json (same shape): "
                     "one engine per call where a call's time is limited")
-    ap.add_argument("--one", default="", help=argparse.SUPPRESS)  # internal: run one engine, write --part
+    ap.add_argument("--one", default="", help=argparse.SUPPRESS)  # internal: run one engine or variant, write --part
     ap.add_argument("--part", default="", help=argparse.SUPPRESS)
     ap.add_argument("--one-render", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    engines = [e for e in args.engines.split(",") if e]  # --engines "": only the variants
+    try:
+        variants = variants_of(engines, args.variant)
+    except ValueError as e:
+        ap.error(str(e))
+    if not engines and not variants:
+        ap.error("nothing to run: --engines is empty and there is no --variant")
     if args.cpu and args.policy.startswith("random:"):
         args.policy, args.judge, args.gpu_render, args.workers, args.browsers = "tiny:qwen3", "tiny:qwen2_5_vl", "off", 1, 1
 
     refs = Path(args.out) / "refs"
     if args.one:
-        Path(args.part).write_text(json.dumps(run_engine(args, args.one, refs, args.one_render)))
+        Path(args.part).write_text(json.dumps(run_engine(args, args.one, variants.get(args.one), refs,
+                                                         args.one_render)))
         return 0
 
     import torch
     import trl
 
+    device = (f"{torch.cuda.device_count()}x {torch.cuda.get_device_name()}" if torch.cuda.is_available() and not args.cpu
+              else "CPU") + f", {os.cpu_count()} cores"
+    head = {"device": device, "trl": trl.__version__, "num_generations": NUM_GENERATIONS,
+            "max_completion_length": args.tokens}
+    earlier = {}
+    if args.add and args.json and Path(args.json).is_file():  # read once, before this call's runs rewrite it
+        written = json.loads(Path(args.json).read_text())
+        if {k: v for k, v in written.items() if k != "engines"} != head:
+            raise SystemExit(f"--add: {args.json} was measured elsewhere or in another shape; write a new file")
+        earlier = written["engines"]
     render_references(refs, args.gpu_render)
     paths = args.render_paths.split(",") if args.render_paths else [args.gpu_render]
-    engines, by_path, all_steps, gl_of, profiles = {}, {}, {}, {}, {}
-    for engine in args.engines.split(","):
+    finished = Finished()
+    for engine in [*engines, *variants]:
         for gpu_render in paths:
             label = f"{engine}@render.gpu={gpu_render}"
             part = Path(args.out) / f"{engine}-{gpu_render}.json"
@@ -302,43 +395,21 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             shutil.rmtree(run_dir(args, engine, gpu_render), ignore_errors=True)  # its checkpoint and archive
             result = json.loads(part.read_text())
-            all_steps[label] = result["steps"]
+            finished.steps[label] = result["steps"]
             if result.get("profile"):
-                profiles[label] = result["profile"]
-            gl_of.setdefault(engine, {})[gpu_render] = result["render_gl"]
+                finished.profiles[label] = result["profile"]
+            finished.render_gl.setdefault(engine, {})[gpu_render] = result["render_gl"]
             for row in result["steps"]:
                 print(f"  {label} step {row['step']}: " + ", ".join(
                     f"{k} {v:.2f}" for k, v in row.items() if k != "step"), flush=True)
-            by_path.setdefault(engine, {})[gpu_render] = steady_mean(result)
+            finished.by_path.setdefault(engine, {})[gpu_render] = steady_mean(result)
             if gpu_render == paths[0]:
-                engines[engine] = by_path[engine][gpu_render]
-            print(f"{label}: {by_path[engine][gpu_render]} ({time.perf_counter() - t0:.0f} s in all)", flush=True)
-    device = (f"{torch.cuda.device_count()}x {torch.cuda.get_device_name()}" if torch.cuda.is_available() and not args.cpu
-              else "CPU") + f", {os.cpu_count()} cores"
-    report = {"device": device, "trl": trl.__version__, "num_generations": NUM_GENERATIONS,
-              "max_completion_length": args.tokens, "engines": engines}
-    if args.add and args.json and Path(args.json).is_file():
-        earlier = json.loads(Path(args.json).read_text())
-        if {k: v for k, v in earlier.items() if k != "engines"} != {k: v for k, v in report.items() if k != "engines"}:
-            raise SystemExit(f"--add: {args.json} was measured elsewhere or in another shape; write a new file")
-        report["engines"] = {**earlier["engines"], **engines}
-    print(json.dumps(report, indent=1))
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
-    if args.render_json and args.render_paths:
-        for engine, runs in by_path.items():
-            side = {**{k: v for k, v in report.items() if k != "engines"}, "engine": engine, "render_paths": runs,
-                    "render_gl": gl_of[engine]}
-            print(json.dumps(side, indent=1))
-            Path(args.render_json).write_text(json.dumps(side, indent=1) + "\n")
-    if args.profile:
-        Path(args.profile).write_text(json.dumps({"device": device, "num_generations": NUM_GENERATIONS,
-                                                  "max_completion_length": args.tokens,
-                                                  "rollouts_per_step": NUM_GENERATIONS * args.prompts_per_step,
-                                                  "engines": profiles}, indent=1) + "\n")
-    if args.steps_json:
-        Path(args.steps_json).write_text(json.dumps({"device": device, "runs": all_steps}, indent=1) + "\n")
-    return 0 if sum(len(v) for v in by_path.values()) == len(args.engines.split(",")) * len(paths) else 1
+                finished.engines[engine] = finished.by_path[engine][gpu_render]
+            print(f"{label}: {finished.by_path[engine][gpu_render]} ({time.perf_counter() - t0:.0f} s in all)",
+                  flush=True)
+            write_reports(args, head, earlier, finished)
+    write_reports(args, head, earlier, finished, echo=True)
+    return 0 if sum(len(v) for v in finished.by_path.values()) == len([*engines, *variants]) * len(paths) else 1
 
 
 if __name__ == "__main__":

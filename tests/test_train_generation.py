@@ -453,27 +453,29 @@ KERNEL_CHECK = """
 import torch
 from salon.train import decode_attention as da
 torch.manual_seed(0)
-batch, kv, groups, length, dim, bucket = 5, 2, 3, 200, 32, 48
-q = torch.randn(batch, kv * groups, 1, dim)
-k, v = torch.randn(batch, kv, length, dim), torch.randn(batch, kv, length, dim)
+batch, kv, groups, dim, bucket = 5, 2, 3, 32, 48
 prompts = [[1] * 40, [2] * 17, [1] * 40, [3] * 5, [2] * 17]
-mask = torch.zeros(batch, length, dtype=torch.long)
-for i, p in enumerate(prompts):
-    mask[i, bucket - len(p):bucket] = 1
-for row, first in ((2, 0), (4, 1)):  # the same prompt, the same prompt keys and values
-    k[row, :, :bucket], v[row, :, :bucket] = k[first, :, :bucket], v[first, :, :bucket]
-span = da.DecodeSpan.start(mask, bucket, prompts)
-for end in (bucket + 1, bucket + 90, length):
-    mask[:, bucket:end] = 1
-    span.advance(end)
-    whole = torch.nn.functional.scaled_dot_product_attention(
-        q.reshape(batch, kv, groups, dim), k, v, attn_mask=mask[:, None, None].bool(), scale=0.3)
-    want = da.reference_attention(q, k, v, span, 0.3)
-    assert (want - whole.reshape(batch, 1, kv * groups, dim)).abs().max() < 1e-5
-    corrupt_k, corrupt_v = k.clone(), v.clone()  # rows 2 and 4 read their prompt from rows 0 and 1
-    corrupt_k[[2, 4], :, :bucket], corrupt_v[[2, 4], :, :bucket] = 7.0, -7.0
-    got = da.run_kernel(da._slice_kernel, q, corrupt_k, corrupt_v, mask, span.bounds, span.prefix_row, 0.3)
-    assert (got - want).abs().max() < 1e-5, (end, (got - want).abs().max())
+for length in (200, 600):  # one slice, and three merged (da.SPLIT positions each)
+    q = torch.randn(batch, kv * groups, 1, dim)
+    k, v = torch.randn(batch, kv, length, dim), torch.randn(batch, kv, length, dim)
+    mask = torch.zeros(batch, length, dtype=torch.long)
+    for i, p in enumerate(prompts):
+        mask[i, bucket - len(p):bucket] = 1
+    for row, first in ((2, 0), (4, 1)):  # the same prompt, the same prompt keys and values
+        k[row, :, :bucket], v[row, :, :bucket] = k[first, :, :bucket], v[first, :, :bucket]
+    span = da.DecodeSpan.start(mask, bucket, prompts)
+    for end in sorted({bucket + 1, bucket + 90, length - 77, length}):
+        mask[:, bucket:end] = 1
+        span.advance(end)
+        whole = torch.nn.functional.scaled_dot_product_attention(
+            q.reshape(batch, kv, groups, dim), k, v, attn_mask=mask[:, None, None].bool(), scale=0.3)
+        want = da.reference_attention(q, k, v, span, 0.3)
+        assert (want - whole.reshape(batch, 1, kv * groups, dim)).abs().max() < 1e-5
+        corrupt_k, corrupt_v = k.clone(), v.clone()  # rows 2 and 4 read their prompt from rows 0 and 1
+        corrupt_k[[2, 4], :, :bucket], corrupt_v[[2, 4], :, :bucket] = 7.0, -7.0
+        got = da.run_kernel(da._slice_kernel, q, corrupt_k, corrupt_v, mask, span.bounds, span.prefix_row, 0.3)
+        assert got.shape == want.shape and got.dtype == q.dtype
+        assert (got - want).abs().max() < 1e-5, (length, end, (got - want).abs().max())
 print("kernel ok")
 """
 

@@ -26,7 +26,7 @@ Filled. A split-KV Triton kernel reads only positions [begin, end): begin is the
 any row's prompt uses (the bucket's left padding before it is skipped), end the positions filled so
 far, read from a device tensor, so one captured CUDA graph serves every step. Each program takes
 one (row, KV head, slice of positions), folds the KV head's query heads into one tile (grouped
-query attention without repeating K and V) and keeps an online softmax in float32; a second pass
+query attention without repeating K and V) and keeps an online softmax in float32; a second kernel
 merges the slices by their log-sum-exp.
 
 Rows with the same prompt (the completions of one GRPO group) hold the same prompt keys and values.
@@ -166,8 +166,27 @@ if triton is not None:
         tl.store(Mx + b * stride_xb + heads * stride_xh + s, m_i, mask=live)
         tl.store(Sm + b * stride_xb + heads * stride_xh + s, l_i, mask=live)
 
+    @triton.jit
+    def _merge_kernel(Part, Top, Total, O, stride_pb, stride_ph, stride_ps, stride_tb, stride_th, stride_ob, stride_oh,
+                      S, SP: tl.constexpr, D: tl.constexpr):
+        # one program per (row, head): the slices' partial sums weighed by their log-sum-exp, written in
+        # the output's dtype. One kernel per layer where torch ops took nine: inside a captured graph
+        # each tiny kernel costs its launch gap, and 28 layers of nine were most of the card's idle time
+        b = tl.program_id(0)
+        h = tl.program_id(1)
+        offs_s = tl.arange(0, SP)
+        offs_d = tl.arange(0, D)
+        live = offs_s < S
+        top = tl.load(Top + b * stride_tb + h * stride_th + offs_s, mask=live, other=float("-inf"))
+        total = tl.load(Total + b * stride_tb + h * stride_th + offs_s, mask=live, other=0.0)
+        weight = tl.where(top == float("-inf"), 0.0, tl.exp(top - tl.max(top, 0)))  # a slice with nothing read: 0
+        part = tl.load(Part + b * stride_pb + h * stride_ph + offs_s[:, None] * stride_ps + offs_d[None, :],
+                       mask=live[:, None], other=0.0)
+        out = tl.sum(part * weight[:, None], 0) / tl.sum(total * weight, 0)
+        tl.store(O + b * stride_ob + h * stride_oh + offs_d, out.to(O.dtype.element_ty))
+
     def run_kernel(launch, query, key, value, mask, bounds, prefix_row, scale: float) -> torch.Tensor:
-        """The slices, then their merge; `launch` is the kernel (wrapped for torch.compile, or not)."""
+        """The slices, then their merge; `launch` is the slice kernel (wrapped for torch.compile, or not)."""
         batch, heads, _, dim = query.shape
         kv, length = key.shape[1], key.shape[2]
         groups = heads // kv
@@ -183,16 +202,18 @@ if triton is not None:
             part.stride(0), part.stride(1), part.stride(2), top.stride(0), top.stride(1),
             scale, G=groups, GP=max(16, triton.next_power_of_2(groups)), D=dim, BLOCK=BLOCK_N, SLICE=SPLIT,
             IEEE=query.dtype == torch.float32, num_warps=4)
-        weight = torch.exp(top - top.amax(-1, keepdim=True))  # a slice with nothing to read (-inf) weighs 0
-        out = (part * weight[..., None]).sum(-2) / (total * weight).sum(-1, keepdim=True)
-        return out.to(query.dtype).unsqueeze(1)
+        out = torch.empty((batch, 1, heads, dim), dtype=query.dtype, device=query.device)
+        _merge_kernel[(batch, heads)](part, top, total, out, part.stride(0), part.stride(1), part.stride(2),
+                                      top.stride(0), top.stride(1), out.stride(0), out.stride(2), slices,
+                                      SP=max(2, triton.next_power_of_2(slices)), D=dim, num_warps=4)
+        return out
 
     # an opaque op for torch.compile: Triton compiles the kernel in this process at the first (eager)
     # call, and a CUDA graph captures its launch like any other kernel's
     @torch.library.custom_op("salon::filled_decode_attention", mutates_args=())
     def _filled_decode_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor,
                                  bounds: torch.Tensor, prefix_row: torch.Tensor, scale: float) -> torch.Tensor:
-        return run_kernel(_slice_kernel, query, key, value, mask, bounds, prefix_row, scale).contiguous()
+        return run_kernel(_slice_kernel, query, key, value, mask, bounds, prefix_row, scale)
 
     @_filled_decode_attention.register_fake
     def _(query, key, value, mask, bounds, prefix_row, scale):

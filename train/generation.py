@@ -25,8 +25,8 @@ bound (shared/reference/generation-speed.md). This engine owns that path instead
    with attention that reads the KV heads as cached instead of repeating them per query head
    (`grpo.generation_attention: buckets` reads the cache up to the filled positions rounded up to
    a multiple of 256, one compiled step per length; `filled` reads only the filled positions, a
-   group's prompt positions from one row, and was measured slower than the whole cache on an H200:
-   decode_attention.py, docs/training.md's generation engines).
+   group's prompt positions from one row: on an H200 faster than the whole cache at batch 64 and
+   slower at batch 8, decode_attention.py, docs/training.md's generation engines).
    Prompts are left-padded to a multiple of `prompt_bucket` tokens, so shapes repeat across steps.
 3. Sampling is TRL's `GenerationConfig` (temperature, top-p, top-k, EOS ids, max_completion_length)
    with generate's own warpers and sampling rule (decode.py says how it is the same), on the
