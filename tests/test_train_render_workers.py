@@ -78,3 +78,34 @@ def test_a_killed_trainer_leaves_no_render_worker_or_browser(tmp_path, how):
     finally:
         if trainer.poll() is None:
             trainer.kill()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs: one kept, one to render on")
+def test_trainer_cores_keep_the_render_workers_and_their_browsers_off_the_trainers_cores():
+    """render.trainer_cores=1: the worker and every Chromium process under it run on this process's
+    CPUs but the first, and the painting still comes out."""
+    from salon.curate.sandbox.render import RenderConfig
+    from salon.train.render_workers import RenderPool, render_cores
+
+    allowed = sorted(os.sched_getaffinity(0))
+    with RenderPool(RenderConfig(browsers=1, timeout_s=60), workers=1, trainer_cores=1) as pool:
+        result = pool.submit((EXAMPLES / "hibiscus_01_sketch.js").read_text(), 0).result()
+        worker = pool._workers[0].process.pid
+        browsers = _descendants(worker)
+        masks = {pid: os.sched_getaffinity(pid) for pid in [worker, *browsers] if _running(pid)}
+    assert result.ok, result.violations
+    assert len(masks) > 2  # the worker and Chromium's processes
+    assert all(mask == set(allowed[1:]) for mask in masks.values()), masks
+    assert render_cores(0) is None and render_cores(len(allowed)) is None  # off; nothing left to render on
+
+
+def test_trainer_cores_are_refused_where_no_local_worker_runs():
+    from salon.pool.errors import ConfigError
+    from salon.train.config_render import RenderSettings
+
+    assert RenderSettings(trainer_cores=2).trainer_cores == 2
+    with pytest.raises(ConfigError) as e:
+        RenderSettings(trainer_cores=2, backend="env", env_url="http://127.0.0.1:8000")
+    assert "render.trainer_cores=2 places the local backend's workers only" in str(e.value)
+    with pytest.raises(ConfigError):
+        RenderSettings(trainer_cores=-1)

@@ -32,6 +32,9 @@ class RenderSettings:
     #   env    a remote `salon env serve` at `env_url` (its browsers, its --gpu)
     backend: Literal[RENDER_BACKENDS] = "local"
     workers: Annotated[int, at_least(1)] = 1  # local: render processes (each owns `browsers` Chromiums)
+    # local: CPU cores kept for the trainer (the judge's pre-processing and kernel launches); the workers
+    # and their browsers run on the rest. 0: anywhere
+    trainer_cores: Annotated[int, at_least(0)] = 0
     prefetch: bool = True  # start rendering as soon as generation returns, before TRL's logprob passes
     ray_address: str = "local"  # ray: local (a private cluster on this machine), auto, host:6379, ray://host:10001
     # ray: render actors; 0 = one per `cpus_per_actor` cluster CPUs
@@ -76,6 +79,9 @@ class RenderSettings:
     def _placement_problems(self) -> list[str]:
         # settings that would be ignored are refused, so a run never renders somewhere it was not told to
         p = []
+        if self.backend != "local" and self.trainer_cores:
+            p.append(f"render.trainer_cores={self.trainer_cores} places the local backend's workers only; with "
+                     f"render.backend={self.backend} the renderers run elsewhere: drop it")
         if self.backend != "local" and self.workers != 1:
             p.append(f"render.workers={self.workers} sizes the local backend only; with render.backend="
                      f"{self.backend} set {'render.actors' if self.backend == 'ray' else 'render.env_sessions'}")

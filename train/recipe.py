@@ -180,7 +180,7 @@ def build_render_backend(cfg: TrainConfig, processes: int = 1):
                             dataclasses.replace(r.sandbox, browsers=browsers))
     from salon.train.render_workers import RenderPool
 
-    return RenderPool(r.sandbox, workers=r.workers)
+    return RenderPool(r.sandbox, workers=r.workers, trainer_cores=r.trainer_cores)
 
 
 # ---- 4. trainer ------------------------------------------------------------------------------------
