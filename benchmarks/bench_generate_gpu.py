@@ -16,6 +16,9 @@ zero, so the adapter counts). In one run, on the same model and prompts, at each
   compiled_buckets     the same, attention over the filled positions rounded up to a multiple of 256
                        (grpo.generation_attention=buckets: one compiled step per length, so its first
                        call compiles about tokens / 256 graphs)
+  compiled_fused, compiled_whole_cache_fused
+                       compiled and compiled_whole_cache on a copy whose q/k/v and gate/up are one
+                       product each (grpo.generation_fuse_linears=true), not in the default list
 Each sequence runs `--tokens` new tokens (no EOS) after a 600-token prompt, sampling on (top-p
 0.95, top-k 20); `--group N` gives N consecutive rows one prompt, as TRL hands a GRPO group to the
 engine (the default 1: every row its own prompt). `compiled` is timed on its second call (the first
@@ -40,7 +43,8 @@ from pathlib import Path
 PROMPT_TOKENS = 600  # the painting prompt (system + user) is about this long
 # compiled first: fails fastest
 ENGINES = ("compiled", "compiled_whole_cache", "compiled_buckets", "generate", "continuous_batching")
-ATTENTION = {"compiled": "filled", "compiled_whole_cache": "whole", "compiled_buckets": "buckets"}  # generation_attention
+ATTENTION = {"compiled": "filled", "compiled_whole_cache": "whole", "compiled_buckets": "buckets",  # generation_attention
+             "compiled_fused": "filled", "compiled_whole_cache_fused": "whole"}
 
 
 def copy_bandwidth(device) -> float:
@@ -186,7 +190,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.tokens} new tokens", flush=True)
 
     policy = MergedPolicy(model) if "compiled" in args.engines else None
-    decoder = {engine: StaticDecoder(policy.model, compile=device.type == "cuda", attention=ATTENTION[engine])
+    fused = MergedPolicy(model, fuse_linears=True) if "_fused" in args.engines else None  # a copy of its own
+    decoder = {engine: StaticDecoder((fused if engine.endswith("_fused") else policy).model,
+                                     compile=device.type == "cuda", attention=ATTENTION[engine])
                for engine in args.engines.split(",") if engine.startswith("compiled")} if policy else {}
     if policy:
         probe = torch.randint(10, 300, (2, prompt_tokens), device=device)

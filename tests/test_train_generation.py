@@ -402,7 +402,7 @@ def test_bucket_attention_decodes_as_the_whole_cache(trained, recorded, do_sampl
 
 
 @pytest.mark.parametrize("isolated", [True, False], ids=["isolate_recompiles", "shared_dynamo_cache"])
-def test_bucket_attention_compiles_once_per_length(trained, caplog, monkeypatch, isolated):
+def test_bucket_attention_compiles_once_per_length(trained, caplog, monkeypatch, request, isolated):
     """Dynamo's graph capture for real (its eager backend): one graph per attended length, each length
     its own torch.compile, none compiled again by a second call of the same shape; on a torch.compile
     without isolate_recompiles (before torch 2.14) too, where the lengths share one dynamo cache."""
@@ -414,7 +414,11 @@ def test_bucket_attention_compiles_once_per_length(trained, caplog, monkeypatch,
     trainer, engine = trained
     if not isolated:
         monkeypatch.setattr(decode, "isolates_recompiles", lambda: False)
-        monkeypatch.setattr(dynamo_config, "recompile_limit", 2)  # below the 3 lengths: it must be raised
+        # below the 3 lengths: it must be raised. torch's own patch, which puts it back as it was (monkeypatch's
+        # undo deletes it from the config module, which then hides it from every later compile)
+        limit = dynamo_config.patch(recompile_limit=2)
+        limit.__enter__()
+        request.addfinalizer(lambda: limit.__exit__(None, None, None))
     elif not decode.isolates_recompiles():
         pytest.skip("this torch.compile has no isolate_recompiles")
     decoder = StaticDecoder(engine.policy.model, compile=True, prompt_bucket=16, key_chunk=4, attention="buckets",

@@ -58,8 +58,10 @@ class GRPOSettings:
     generation_prompt_bucket: Count = 256  # compiled: prompts left-padded to a multiple of this, so shapes repeat
     # compiled: how much of the static cache a decode step's attention reads: all of it, the filled positions
     # rounded up to a multiple of 256 (buckets: one compiled step per length), or the filled ones (filled: a
-    # Triton kernel, slower so far). salon.train.decode_attention says how.
+    # Triton kernel; on an H200 faster at batch 64, slower at batch 8). salon.train.decode_attention says how.
     generation_attention: Literal["buckets", "filled", "whole"] = "whole"
+    # compiled: q/k/v and gate/up of each layer as one matrix product each (salon.train.fused_linears)
+    generation_fuse_linears: bool = False
     # Completions generated at once, per process: per_device_train_batch_size x steps_per_generation (TRL's
     # default steps_per_generation is gradient_accumulation_steps). 8 prompts x 8 per optimiser step:
     # per_device_train_batch_size=8, gradient_accumulation_steps=8. A steps_per_generation above

@@ -29,7 +29,7 @@ def generation_engine(cfg: TrainConfig):
     from salon.train.generation import CompiledGeneration
 
     return CompiledGeneration(compile=cfg.grpo.generation_compile, prompt_bucket=cfg.grpo.generation_prompt_bucket,
-                              attention=cfg.grpo.generation_attention)
+                              attention=cfg.grpo.generation_attention, fuse_linears=cfg.grpo.generation_fuse_linears)
 
 
 def generation_kwargs(g) -> dict:

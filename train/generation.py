@@ -18,7 +18,8 @@ bound (shared/reference/generation-speed.md). This engine owns that path instead
    refresh, i.e. after each optimiser step that a generation follows (TRL's vLLM path syncs the
    same way). The trained weights are only read: merging and unmerging into them would add bf16
    rounding to the base weights at every step. In-place copies keep every tensor's address, so a
-   captured CUDA graph stays valid.
+   captured CUDA graph stays valid. With `grpo.generation_fuse_linears` each layer's q/k/v and gate/up
+   are one product each, their weights views into one stacked tensor (fused_linears.py).
 2. `StaticDecoder` (decode.py): a `StaticCache` the decoder owns (allocated once per shape, reset
    in place) and one compiled function per decode step, forward, warpers, sampling and EOS
    bookkeeping together (torch.compile, mode reduce-overhead: one CUDA graph replay per token),
@@ -75,6 +76,7 @@ from transformers import AutoModelForCausalLM
 from salon.pool.errors import ConfigError
 from salon.train.config_grpo import GENERATION_COMPILE
 from salon.train.decode import ATTENTION, GIB, StaticDecoder, check_fits
+from salon.train.fused_linears import fuse_sibling_linears
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +88,7 @@ class MergedPolicy:
     """A plain transformers model equal to `peft_model` with its LoRA folded in; `refresh()` re-folds it
     in place. The peft model's weights are read, never written."""
 
-    def __init__(self, peft_model):
+    def __init__(self, peft_model, fuse_linears: bool = False):
         from peft.tuners.lora import Linear as LoraLinear
         from peft.tuners.lora import LoraLayer
 
@@ -101,6 +103,8 @@ class MergedPolicy:
             self.model = AutoModelForCausalLM.from_config(copy.deepcopy(base.config), dtype=self.dtype,
                                                           attn_implementation=ATTENTION).eval()
         self.model.requires_grad_(False)
+        # q/k/v and gate/up as one product each (fused_linears.py); their weights stay by name, as views
+        self.fused_groups = fuse_sibling_linears(self.model) if fuse_linears else 0
         self.pairs = []  # (copy's tensor, base tensor, LoRA layer whose delta is added, or None)
         for name, dst in [*self.model.named_parameters(), *self.model.named_buffers()]:
             module_name, _, attr = name.rpartition(".")
@@ -138,12 +142,13 @@ def cut_after_eos(completions: torch.Tensor, eos_ids: list[int]) -> list[list[in
 class CompiledGeneration:
     """TRL's `rollout_func` for `grpo.generation: compiled` (see the module doc)."""
 
-    def __init__(self, compile: str = "auto", prompt_bucket: int = 256, compile_config=None, attention: str = "whole"):
+    def __init__(self, compile: str = "auto", prompt_bucket: int = 256, compile_config=None, attention: str = "whole",
+                 fuse_linears: bool = False):
         if compile not in GENERATION_COMPILE:
             raise ConfigError([f"grpo.generation_compile={compile!r}: use {', '.join(GENERATION_COMPILE)}"],
                               "salon train")
         self.compile, self.prompt_bucket, self.compile_config = compile, prompt_bucket, compile_config
-        self.attention = attention
+        self.attention, self.fuse_linears = attention, fuse_linears
         self.policy: MergedPolicy | None = None
         self.decoder: StaticDecoder | None = None
         self.refreshed_at: int | None = None
@@ -164,7 +169,7 @@ class CompiledGeneration:
             problems.append("grpo.generation=compiled does not render tool schemas: use grpo.generation=transformers")
         if problems:
             raise ConfigError(problems, "salon train")
-        self.policy = MergedPolicy(trainer.model)
+        self.policy = MergedPolicy(trainer.model, fuse_linears=self.fuse_linears)
         on = self.compile == "on" or (self.compile == "auto" and self.policy.device.type == "cuda")
         self.decoder = StaticDecoder(self.policy.model, compile=on, prompt_bucket=self.prompt_bucket,
                                      compile_config=self.compile_config, attention=self.attention)
