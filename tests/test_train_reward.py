@@ -229,8 +229,8 @@ def test_groups_are_scored_as_their_renders_finish_and_the_wait_is_counted_block
 
 
 def test_with_judge_as_rendered_each_group_comes_out_in_batches_as_its_renders_finish():
-    """reward.judge_as_rendered: the same renders as above, but a group's paintings come out as soon as
-    they exist (the one already there at once, the others one by one), every sample exactly once."""
+    """reward.judge_as_rendered: the same renders as above; the first group whole while the second is
+    pending too, then the last group's paintings one by one as they exist, every sample exactly once."""
     import threading
 
     from salon.curate.sandbox.render import RenderResult
@@ -250,8 +250,8 @@ def test_with_judge_as_rendered_each_group_comes_out_in_batches_as_its_renders_f
     out = list(reward_module._groups_as_rendered(samples, started, partial=True))
     for t in threads:
         t.join()
-    assert [[s.index for s in batch] for batch, _, _ in out] == [[0], [1], [2], [3]]
-    assert [[s.group for s in batch] for batch, _, _ in out] == [["a"], ["a"], ["b"], ["b"]]
+    assert [[s.index for s in batch] for batch, _, _ in out] == [[0, 1], [2], [3]]
+    assert [[s.group for s in batch] for batch, _, _ in out] == [["a", "a"], ["b"], ["b"]]
     assert sum(w for _, _, w in out) >= 0.35 and [r.ok for _, results, _ in out for r in results] == [False] + [True] * 3
 
 

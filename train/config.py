@@ -108,8 +108,9 @@ class RewardSettings:
     length_min_chars: int = 600  # length component 0 below, ramps to 1 at length_full_chars,
     length_full_chars: int = 12000  # stays 1 until length_max_chars, 0 above (the prior art's ramp
     length_max_chars: int = 24000  # in tokens x 4)
-    # judge the paintings of a group as they come out of the renderer (each batch of those ready faces the
-    # group's one reference draw), so judging overlaps rendering; off: a group is judged once all of it is.
+    # judge the last group pending as its paintings come out of the renderer (each batch of those ready faces
+    # the group's one reference draw), so judging overlaps rendering; other groups, and all with it off,
+    # are judged once all of a group is.
     # On an H200 at 8 x 2,048, render wait + judging 2.82 s against 3.63 (results/bench_train_gpu_variants_h200.json)
     judge_as_rendered: bool = True
 

@@ -13,8 +13,8 @@ One sample through a call (`__call__` reads in this order):
    of the batch together (or already at generation time: `prefetch`);
 3. score (salon.train.scoring.Scorer): as soon as every painting of a group exists, the group is
    judged against one reference draw, while other groups still render (`reward.judge_as_rendered`:
-   the paintings ready so far, a batch at a time, against the same draw, while the rest of their
-   group still renders). Gate failure gets the
+   the last group pending the paintings ready so far, a batch at a time, against the same draw, while
+   the rest of it still renders). Gate failure gets the
    configured penalty; an infrastructure failure (render unavailable, an undecodable PNG, a
    weighted scorer without an answer) makes the sample None, never 0;
 4. record (salon.train.recorder.Recorder): a typed `Rollout` per sample goes to the archive, with
@@ -139,17 +139,20 @@ class RewardAdapter:
 
 
 def _groups_as_rendered(samples: list[Sample], started: list, partial: bool = False):
-    """Yield (samples, results, seconds waited) per group, each as soon as all its renders are done,
-    or with `partial` each group's renders done so far, as soon as there are any (the rest of the group
-    comes in later batches); the wait is counted from the previous batch on, and spent blocked, not
-    polling."""
+    """Yield (samples, results, seconds waited) per group, each as soon as all its renders are done;
+    with `partial`, the last group pending comes out as its renders finish, a batch of those done so
+    far at a time (the rest in later batches). While several groups are pending they come out whole:
+    then the judge is the busy part, and small batches would slow it (judged as they came, one group's
+    64 comparisons took 2.20 s on an H200 against 1.52 whole). The wait is counted
+    from the previous batch on, and spent blocked, not polling."""
     pending: dict[str, list[int]] = {}
     for i, s in enumerate(samples):
         pending.setdefault(s.group, []).append(i)
     waited = 0.0
     while pending:
         ready = {g: [i for i in idx if _ready(started[i])] for g, idx in pending.items()}
-        ready = {g: done for g, done in ready.items() if done and (partial or len(done) == len(pending[g]))}
+        last = partial and len(pending) == 1
+        ready = {g: done for g, done in ready.items() if done and (last or len(done) == len(pending[g]))}
         if not ready:  # then some render is still running: block until one finishes
             running = [started[i] for idx in pending.values() for i in idx if not _ready(started[i])]
             tw = time.perf_counter()
