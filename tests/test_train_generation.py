@@ -496,3 +496,29 @@ def test_the_decode_kernel_equals_sdpa_under_tritons_interpreter():
     out = subprocess.run([sys.executable, "-c", KERNEL_CHECK], env={**os.environ, "TRITON_INTERPRET": "1"},
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0 and "kernel ok" in out.stdout, out.stderr[-3000:]
+
+
+def test_generation_in_waves_gives_each_group_whole_and_the_same_tokens(trained):
+    """grpo.generation_waves=2: the batch generated in two parts of whole groups, the first part handed
+    to on_wave as soon as it exists; greedy, the same completions as one wave."""
+    from salon.train.generation import waves_of
+
+    assert waves_of(["a", "a", "b", "b", "c", "c"], 2) == [[0, 1, 2, 3], [4, 5]]
+    assert waves_of(["a", "b", "a", "b"], 2) == [[0, 2], [1, 3]]  # a group is whole wherever its rows are
+    assert waves_of(["a", "a"], 4) == [[0, 1]] and waves_of(["a", "b", "c"], 1) == [[0, 1, 2]]
+    trainer, _ = trained
+    greedy = trainer.generation_config.__class__.from_dict({**trainer.generation_config.to_dict(), "do_sample": False})
+    greedy.eos_token_id = None
+    prompts = [p for p in PROMPTS for _ in range(2)]  # 4 groups of 2, as TRL orders them
+    saved, trainer.generation_config = trainer.generation_config, greedy
+    try:
+        outs, handed = {}, []
+        for waves in (1, 2):
+            engine = CompiledGeneration(compile="off", prompt_bucket=16, waves=waves)
+            engine.attach(trainer)
+            engine.on_wave = lambda p, ids: handed.append((p, ids))
+            outs[waves] = engine(prompts, trainer)
+    finally:
+        trainer.generation_config = saved
+    assert outs[2]["completion_ids"] == outs[1]["completion_ids"] and outs[2]["prompt_ids"] == outs[1]["prompt_ids"]
+    assert len(handed) == 1 and handed[0][0] == prompts[:4] and handed[0][1] == outs[2]["completion_ids"][:4]

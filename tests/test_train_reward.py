@@ -269,3 +269,28 @@ def test_judge_as_rendered_gives_the_rewards_of_whole_groups(tiny, render_pool, 
         assert metrics["salon/none"] == 0 and "salon/time/pairwise_judge_s" in metrics
     assert got[True] == pytest.approx(got[False], abs=1e-5)
     assert got[True][2] == got[True][5] == -0.25 and all(r > 0 for r in (got[True][0], got[True][3]))
+
+
+def test_prefetch_in_waves_renders_each_sketch_once_and_the_reward_uses_them(tiny, render_pool, tmp_path):
+    """grpo.generation_waves: the first wave's paintings start rendering, then the whole batch is
+    prefetched as after any generation; nothing is rendered twice, not even at reward time, and the
+    rewards are those of a call that rendered everything itself."""
+    submitted = []
+    real = submit_each(render_pool)
+
+    def counting(items):
+        submitted.extend(items)
+        return real(items)
+
+    prompts = ["Paint a teacup."] * 2 + ["Paint a lake."] * 2
+    completions = [fenced("still_02_teacup.js"), fenced("mountain_02_collapse.js"), fenced("koi_02_swirl.js"),
+                   "I cannot paint."]
+    a = adapter(tiny, render_pool, tmp_path / "waves", render=counting)
+    a.prefetch(prompts[:2], completions[:2], step=0)  # the first wave
+    assert len(submitted) == 2
+    a.prefetch(prompts, completions, step=0)  # after the whole generation: only the new ones
+    assert len(submitted) == 3 and len(set(submitted)) == 3  # the fourth has no sketch: the static gate
+    got, _ = call(a, prompts, completions, rows=[0, 0, 1, 1])
+    assert len(submitted) == 3  # the reward took every painting from the prefetch
+    want, _ = call(adapter(tiny, render_pool, tmp_path / "plain"), prompts, completions, rows=[0, 0, 1, 1])
+    assert got == pytest.approx(want, abs=1e-5)

@@ -62,6 +62,9 @@ class GRPOSettings:
     generation_attention: Literal["buckets", "filled", "whole"] = "whole"
     # compiled: q/k/v and gate/up of each layer as one matrix product each (salon.train.fused_linears)
     generation_fuse_linears: bool = False
+    # compiled: the generation batch in this many waves of whole groups; with render.prefetch each wave's
+    # paintings render while the next one generates (the decode runs at a smaller batch, its cost)
+    generation_waves: Annotated[int, at_least(1)] = 1
     # Completions generated at once, per process: per_device_train_batch_size x steps_per_generation (TRL's
     # default steps_per_generation is gradient_accumulation_steps). 8 prompts x 8 per optimiser step:
     # per_device_train_batch_size=8, gradient_accumulation_steps=8. A steps_per_generation above

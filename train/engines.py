@@ -29,7 +29,8 @@ def generation_engine(cfg: TrainConfig):
     from salon.train.generation import CompiledGeneration
 
     return CompiledGeneration(compile=cfg.grpo.generation_compile, prompt_bucket=cfg.grpo.generation_prompt_bucket,
-                              attention=cfg.grpo.generation_attention, fuse_linears=cfg.grpo.generation_fuse_linears)
+                              attention=cfg.grpo.generation_attention, fuse_linears=cfg.grpo.generation_fuse_linears,
+                              waves=cfg.grpo.generation_waves)
 
 
 def generation_kwargs(g) -> dict:

@@ -34,6 +34,8 @@ bound (shared/reference/generation-speed.md). This engine owns that path instead
    policy's logits up to the rounding of the merge; settings the loop does not implement
    (repetition penalty, min-p, ...) run through transformers' `generate` on the copy instead.
    Completions are cut after their first EOS as TRL's transformers path cuts them, and TRL pads them.
+   With `grpo.generation_waves` N the batch is generated in N waves of whole groups, and `on_wave`
+   (the recipe's `reward.prefetching_waves`) starts rendering each wave but the last at once.
 4. The loss is untouched: TRL computes its log-probabilities with the trained peft model as
    always, and this engine returns no sampling log-probs (`logprobs: None`, as TRL's own
    transformers path), so no importance-sampling term enters.
@@ -46,7 +48,7 @@ length) compiles once (about 45 s on an H200 for Qwen3-1.7B), and never more tha
 recompile_limit (8) shapes. Under `generation_attention: buckets` each shape compiles one step per
 attended length (max_completion_length / 256 of them), each length a torch.compile with a dynamo
 cache of its own (torch 2.14's isolate_recompiles; an older torch raises the limit to hold them). Each call logs
-`salon/generation/compiled_graphs` (dynamo graphs compiled so far), `salon/generation/shapes` and
+`salon/generation/compiled_graphs` (dynamo graphs compiled so far), `salon/generation/shapes`, `salon/generation/waves` and
 `salon/generation/decode_loop` (1 when the loop ran, 0 when transformers' generate did); a graph
 compiled again for a shape and settings already seen is logged as a warning (a guard failed, which
 is a bug, not a cost to accept).
@@ -143,12 +145,14 @@ class CompiledGeneration:
     """TRL's `rollout_func` for `grpo.generation: compiled` (see the module doc)."""
 
     def __init__(self, compile: str = "auto", prompt_bucket: int = 256, compile_config=None, attention: str = "whole",
-                 fuse_linears: bool = False):
+                 fuse_linears: bool = False, waves: int = 1):
         if compile not in GENERATION_COMPILE:
             raise ConfigError([f"grpo.generation_compile={compile!r}: use {', '.join(GENERATION_COMPILE)}"],
                               "salon train")
         self.compile, self.prompt_bucket, self.compile_config = compile, prompt_bucket, compile_config
-        self.attention, self.fuse_linears = attention, fuse_linears
+        self.attention, self.fuse_linears, self.waves = attention, fuse_linears, waves
+        # called with (prompts, completion ids) of each wave but the last, as soon as it is generated
+        self.on_wave = None
         self.policy: MergedPolicy | None = None
         self.decoder: StaticDecoder | None = None
         self.refreshed_at: int | None = None
@@ -186,16 +190,39 @@ class CompiledGeneration:
             self.refreshed_at, self.refreshes = trainer.state.global_step, self.refreshes + 1
             trainer._log_metric("salon/generation/refresh_s", time.perf_counter() - t0)
         prompt_ids = tokenize(prompts, trainer)
-        completion_ids = cut_after_eos(self.decoder.generate(prompt_ids, trainer.generation_config),
-                                       trainer.eos_token_ids)
+        completion_ids: list = [None] * len(prompts)
+        seconds = 0.0
+        parts = waves_of(prompts, self.waves)
+        for n, wave in enumerate(parts):
+            made = cut_after_eos(self.decoder.generate([prompt_ids[i] for i in wave], trainer.generation_config),
+                                 trainer.eos_token_ids)
+            seconds += self.decoder.last_seconds
+            for i, ids in zip(wave, made):
+                completion_ids[i] = ids
+            if self.on_wave is not None and n < len(parts) - 1:
+                self.on_wave([prompts[i] for i in wave], made)
         tokens = sum(len(c) for c in completion_ids)
         for name, value in (("compiled_graphs", self.decoder.compiled_graphs), ("shapes", len(self.decoder.shapes)),
+                            ("waves", len(parts)),
                             ("decode_loop", self.decoder.last_path == "loop"),
                             ("copy_gib", self.policy.nbytes / GIB),
                             ("kv_cache_gib", sum(self.decoder.cache_bytes(*k) for k in self.decoder.caches) / GIB),
-                            ("tokens_per_s", tokens / max(self.decoder.last_seconds, 1e-9))):
+                            ("tokens_per_s", tokens / max(seconds, 1e-9))):
             trainer._log_metric(f"salon/generation/{name}", float(value))  # what TRL hands reward functions
         return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": None}
+
+
+def waves_of(prompts: list, waves: int) -> list[list[int]]:
+    """The prompts' indices in `waves` parts of whole groups (every completion of one prompt in one
+    part), distinct prompts in order of first appearance, as even as the groups allow."""
+    from salon.train.rollout import prompt_key
+
+    groups: dict[str, list[int]] = {}
+    for i, prompt in enumerate(prompts):
+        groups.setdefault(prompt_key(prompt), []).append(i)
+    members = list(groups.values())
+    per = -(-len(members) // max(1, min(waves, len(members))))
+    return [sorted(i for group in members[k:k + per] for i in group) for k in range(0, len(members), per)]
 
 
 def tokenize(prompts: list, trainer) -> list[list[int]]:

@@ -251,7 +251,7 @@ def train(cfg: TrainConfig) -> dict:
     from salon.train.archive import RolloutArchive, push_rollouts
     from salon.train.progress import compact_output, quiet_library_warnings
     from salon.train.recorder import Recorder
-    from salon.train.reward import RewardAdapter, prefetching, submit_each
+    from salon.train.reward import RewardAdapter, prefetching, prefetching_waves, submit_each
     from salon.train.rollout import Planner
     from salon.train.run_card import write_run_card
     from salon.train.smoke import ExampleSketches
@@ -322,6 +322,8 @@ def train(cfg: TrainConfig) -> dict:
             # TRL has no hook between generation and reward; wrapping its _generate lets rendering start
             # while TRL computes log-probabilities on the GPU
             trainer._generate = prefetching(trainer._generate, adapter, trainer)
+            if engine is not None and cfg.grpo.generation_waves > 1:
+                engine.on_wave = prefetching_waves(adapter, trainer)
         if hasattr(render, "start"):
             render.start()  # local worker processes: their browsers start while nothing else runs
         trainer.train(resume_from_checkpoint=checkpoint)

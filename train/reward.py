@@ -95,10 +95,12 @@ class RewardAdapter:
 
     def prefetch(self, prompts, completions, step: int) -> None:
         """Start rendering right after generation (TRL computes log-probs before it asks for
-        rewards); the reward call picks the futures up by (code, seed)."""
+        rewards), or after each wave of it; the reward call picks the futures up by (code, seed).
+        What is already rendering is not started again."""
         samples = self.planner.plan(prompts, [completion_text(c) for c in completions], step)
-        todo = list({(s.code, s.seed): None for s in samples if not gate.static_violations(s.code)})
-        self._prefetched = dict(zip(todo, self.render(todo)))
+        todo = [key for key in dict.fromkeys((s.code, s.seed) for s in samples if not gate.static_violations(s.code))
+                if key not in self._prefetched]
+        self._prefetched.update(zip(todo, self.render(todo)))
 
     # ---- the steps -----------------------------------------------------------------------------
     def _start(self, samples: list[Sample]) -> list[RenderResult | Future]:
@@ -173,6 +175,17 @@ def _ready(x) -> bool:
 
 def _result(x) -> RenderResult:
     return x if isinstance(x, RenderResult) else x.result()
+
+
+def prefetching_waves(adapter: RewardAdapter, trainer):
+    """The compiled engine's `on_wave` (grpo.generation_waves): a wave's paintings start rendering while
+    the next wave generates. Decoded as TRL decodes completions; a text that came out otherwise would
+    only be rendered again at reward time."""
+    def on_wave(prompts, completion_ids):
+        texts = trainer.processing_class.batch_decode(completion_ids, skip_special_tokens=True)
+        adapter.prefetch(prompts, texts, trainer.state.global_step)
+
+    return on_wave
 
 
 def prefetching(generate, adapter: RewardAdapter, trainer):
