@@ -53,7 +53,8 @@ left out) of:
                   reward, log-prob passes): the loss's forward and backward and the update
   peak_memory_gib torch.cuda.max_memory_allocated over the engine's run (0 on a CPU)
 The printout (and `--steps-json`) adds, per step, pairwise_judge_s (judge_s's pairwise judge alone:
-the rest of it is the CPU-side image judges, decoding and the records), reward_s (the reward function:
+the rest of it is the CPU-side image judges, decoding and the records), render_max_s and ocr_max_s (the
+slowest painting's time in its browser and in the text check), reward_s (the reward function:
 render wait, judging, the archive) and logprob_s (the rest of TRL's rollout: the log-prob passes and its
 bookkeeping), so what holds a step is measured, not guessed.
 
@@ -258,6 +259,8 @@ def run_engine(args, engine: str, variant: list[str] | None, refs: Path, gpu_ren
                       "render_wait_s": h.get("salon/time/render_wait_s", float("nan")),
                       "judge_s": h.get("salon/time/judge_s", float("nan")),
                       "pairwise_judge_s": h.get("salon/time/pairwise_judge_s", float("nan")),
+                      "render_max_s": h.get("salon/time/render_max_s", float("nan")),
+                      "ocr_max_s": h.get("salon/time/ocr_max_s", float("nan")),
                       "optimisation_s": timings.step[step] - rollout, "reward_s": reward,
                       "logprob_s": rollout - generation - reward})
     memory = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else 0.0

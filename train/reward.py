@@ -90,6 +90,10 @@ class RewardAdapter:
             timing["judge_s"] += time.perf_counter() - tj
             timing["pairwise_judge_s"] += self.scorer.last_pairwise_s
         timing["reward_s"] = time.perf_counter() - t0
+        # the slowest painting's time in its browser and its text check: what a group waits for at least
+        rendered = [_result(x) for x in started]
+        timing["render_max_s"] = max((r.render_ms or 0 for r in rendered), default=0) / 1000
+        timing["ocr_max_s"] = max((r.ocr_ms or 0 for r in rendered), default=0) / 1000
         self.recorder.record(rollouts, step, log_metric, timing)
         return [r.reward for r in rollouts]
 
