@@ -47,6 +47,9 @@ class GRPOSettings:
     use_cpu: bool = False
     bf16: bool = True
     gradient_checkpointing: bool = True
+    # the share of decoder layers that checkpoint (the others keep their activations: faster, more memory);
+    # salon.train.partial_checkpointing
+    gradient_checkpointing_layers: Annotated[float, Range(0, 1)] = 1.0
     # How completions are generated: transformers (TRL's plain generate on the peft model), compiled
     # (salon.train.generation: a merged copy of the policy, static KV cache, CUDA graphs), continuous_batching
     # (transformers' paged engine, no extra package), vllm_server (a `trl vllm-serve` process on other
@@ -94,4 +97,7 @@ class GRPOSettings:
         if self.generation_batch_size and self.num_generations >= 2 and self.generation_batch_size % self.num_generations:
             p.append(f"grpo.generation_batch_size={self.generation_batch_size}: a positive multiple of "
                      f"grpo.num_generations={self.num_generations} (whole groups)")
+        if not self.gradient_checkpointing and self.gradient_checkpointing_layers != 1.0:
+            p.append(f"grpo.gradient_checkpointing_layers={self.gradient_checkpointing_layers} shares out checkpointing, "
+                     "which grpo.gradient_checkpointing=false turns off: set one of them")
         raise_problems("grpo", p)

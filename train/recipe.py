@@ -34,6 +34,7 @@ from salon.train.checkpoints import checkpoint_step, resume_checkpoint
 from salon.train.config import TrainConfig, load_config
 from salon.train.engines import (check_single_process_engine, generation_engine, generation_kwargs,
                                  resolve_generation, trainable_dtypes_kept)
+from salon.train.partial_checkpointing import keep_partial
 
 log = logging.getLogger(__name__)
 
@@ -316,6 +317,8 @@ def train(cfg: TrainConfig) -> dict:
         compact_output(trainer)  # a short line per logging step on stderr, not TRL's dicts on stdout
         if engine is not None:
             engine.attach(trainer)  # the merged copy exists (or is refused) before the first step
+        if cfg.grpo.gradient_checkpointing and cfg.grpo.gradient_checkpointing_layers < 1.0:
+            keep_partial(trainer.model, cfg.grpo.gradient_checkpointing_layers)
         if cfg.grpo.generation == "continuous_batching":
             trainer._generate = trainable_dtypes_kept(trainer._generate, trainer.model)
         if cfg.render.prefetch:
