@@ -25,12 +25,13 @@ Qwen3-1.7B to its 16 query heads for every decode step (`repeat_kv`): at 8 x 2,6
 that writes and reads again 4.9 GB per step, twice the cache itself. `grouped_decode_attention`
 (registered as the merged copy's attention, "salon_grouped_decode") instead folds each KV head's
 query heads into the query length, as transformers does itself outside compile (`pack_gqa`), and
-calls SDPA on the cache as it is. Prefill (more than one query) runs transformers' SDPA path.
-`grpo.generation_attention` picks how much of the cache a decode step reads (decode_attention.py):
-`whole` (the default), `buckets` (the filled positions rounded up to a multiple of 256: one
-compiled step per length, each in its own dynamo cache) or `filled` (a Triton kernel; faster at
-batch 64 on an H200, slower at batch 8). Where an option does not apply (sliding windows, ...) the decoder reads the whole cache and
-says so in the log.
+reads the cache as it is, with two matmuls and a float32 softmax (its docstring says why not SDPA).
+Prefill (more than one query) runs transformers' SDPA path. `grpo.generation_attention` picks how
+much of the cache a decode step reads (decode_attention.py): `whole` (the default), `buckets` (the
+filled positions rounded up to a multiple of 256: one compiled step per length, each in its own
+dynamo cache) or `filled` (a Triton kernel; faster at batch 64 on an H200, slower at batch 8).
+Where an option does not apply (sliding windows, ...) the decoder reads the whole cache and says
+so in the log.
 """
 
 from __future__ import annotations

@@ -79,6 +79,7 @@ from salon.pool.errors import ConfigError
 from salon.train.config_grpo import GENERATION_COMPILE
 from salon.train.decode import ATTENTION, GIB, StaticDecoder, check_fits
 from salon.train.fused_linears import fuse_sibling_linears
+from salon.train.rollout import prompt_key
 
 log = logging.getLogger(__name__)
 
@@ -215,8 +216,6 @@ class CompiledGeneration:
 def waves_of(prompts: list, waves: int) -> list[list[int]]:
     """The prompts' indices in `waves` parts of whole groups (every completion of one prompt in one
     part), distinct prompts in order of first appearance, as even as the groups allow."""
-    from salon.train.rollout import prompt_key
-
     groups: dict[str, list[int]] = {}
     for i, prompt in enumerate(prompts):
         groups.setdefault(prompt_key(prompt), []).append(i)
