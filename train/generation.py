@@ -146,7 +146,7 @@ class CompiledGeneration:
     """TRL's `rollout_func` for `grpo.generation: compiled` (see the module doc)."""
 
     def __init__(self, compile: str = "auto", prompt_bucket: int = 256, compile_config=None, attention: str = "whole",
-                 fuse_linears: bool = False, waves: int = 1):
+                 fuse_linears: bool = True, waves: int = 1):
         if compile not in GENERATION_COMPILE:
             raise ConfigError([f"grpo.generation_compile={compile!r}: use {', '.join(GENERATION_COMPILE)}"],
                               "salon train")
