@@ -15,6 +15,7 @@ forward pass in batches. bf16 on GPU, float32 on CPU.
 from __future__ import annotations
 
 import logging
+import os
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Annotated, Literal, Sequence
@@ -96,7 +97,8 @@ class TransformersPairwiseJudge:
         processor.tokenizer.padding_side = "left"  # the answer position is the last one
         self.answer_ids = self._answer_ids()
         self._runner = self._shared_runner() if config.sharing != "off" else None
-        self._refs: OrderedDict = OrderedDict()
+        self._refs: OrderedDict = OrderedDict()  # image key -> its encoding
+        self._ref_files: OrderedDict = OrderedDict()  # (path, size, mtime) -> (RGB image, image key)
 
     def _answer_ids(self) -> tuple[int, int]:
         ids = []
@@ -147,8 +149,9 @@ class TransformersPairwiseJudge:
             keys.append(None)
         for r in references:
             try:
-                images.append(r.load())
-                keys.append(image_key(images[-1]))
+                image, key = self._reference(r)
+                images.append(image)
+                keys.append(key)
             except (OSError, ValueError, AttributeError) as e:
                 failed[len(images)] = f"could not read reference {r.id}: {e}"
                 images.append(None)
@@ -169,6 +172,25 @@ class TransformersPairwiseJudge:
                                                reason=reasons[k] or reasons[k + 1]))
             out.append(row)
         return out
+
+    def _reference(self, ref: Reference) -> tuple[Image.Image, str]:
+        """A reference as RGB and its key. A file is decoded and hashed once while it stays the same file
+        (path, size, mtime): a training step judges its groups against the same few references, and the
+        decode, the alpha flattening and the hash cost the judge's thread ~30 ms a reference a call,
+        on CPUs the renderer keeps busy."""
+        if ref.image is not None or ref.path is None:
+            image = as_rgb(ref.load())
+            return image, image_key(image)
+        st = os.stat(ref.path)
+        file = (str(ref.path), st.st_size, st.st_mtime_ns)
+        hit = self._ref_files.get(file)
+        if hit is None:
+            image = as_rgb(ref.load())
+            hit = self._ref_files[file] = (image, image_key(image))
+            while len(self._ref_files) > max(self.config.reference_cache, 1):
+                self._ref_files.popitem(last=False)
+        self._ref_files.move_to_end(file)
+        return hit
 
     def first_wins(self, pairs: Sequence[tuple[Image.Image, Image.Image]]) -> list[float | None]:
         """P(first shown wins) for ordered pairs, as one batch (no order averaging)."""

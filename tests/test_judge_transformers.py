@@ -146,6 +146,35 @@ def test_repeated_calls_agree_with_and_without_the_reference_cache(judge, images
                                rtol=0, atol=1e-6)
 
 
+def test_a_reference_file_is_read_once_while_it_stays_the_same_file(judge, images, tmp_path, monkeypatch):
+    paths = []
+    for i, im in enumerate(images[2:4]):
+        paths.append(tmp_path / f"ref{i}.png")
+        im.convert("RGBA").save(paths[-1])  # with alpha, as rendered: flattened on white
+    refs = [Reference(id=f"ref{i}", path=p) for i, p in enumerate(paths)]
+    reads = []
+    load = Reference.load
+    monkeypatch.setattr(Reference, "load", lambda self: reads.append(self.id) or load(self))
+    first = judge.judge(images[:2], refs)
+    second = judge.judge(images[:2], refs)
+    assert sorted(reads) == ["ref0", "ref1"]  # decoded once, then kept with its key
+    np.testing.assert_allclose([[v.p for v in row] for row in first], [[v.p for v in row] for row in second],
+                               rtol=0, atol=1e-6)
+    # the same as the painting given in memory, so the cached copy is the file's pixels
+    in_memory = judge.judge(images[:2], [Reference.from_image(load(r), id=r.id) for r in refs])
+    np.testing.assert_allclose([[v.p for v in row] for row in first], [[v.p for v in row] for row in in_memory],
+                               rtol=0, atol=1e-6)
+    images[4].save(paths[0])  # another painting under the same path: read again
+    reads.clear()
+    third = judge.judge(images[:2], refs)
+    assert reads == ["ref0"]
+    now = judge.judge(images[:2], [Reference.from_image(load(r), id=r.id) for r in refs])
+    np.testing.assert_allclose([[v.p for v in row] for row in third], [[v.p for v in row] for row in now],
+                               rtol=0, atol=1e-6)
+    # a tiny random judge barely tells paintings apart, but 10x past the float noise
+    assert max(abs(a.p - b.p) for ra, rb in zip(first, third) for a, b in zip(ra, rb)) > 1e-5
+
+
 def test_taught_judge_prefers_the_brighter_painting(taught):
     bright, dark = flat_image(220, seed=1), flat_image(50, seed=2)
     v = taught.judge([bright], [Reference.from_image(dark, id="dark")])[0][0]
