@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from PIL import Image
 
 from salon.curate.sandbox.render import RenderResult
+from salon.judges.image_judges import Composition, CompositionJudge, PaintFractionJudge, composition
 from salon.judges.references import ReferenceSet
 from salon.judges.verdict import Rating
 from salon.judges.winrate import ReferenceDraw, draw_references, group_seed, judge_group
@@ -97,16 +98,19 @@ class Scorer:
         draw = draw_references(self.references, self.k, self.mix, seed=group_seed(self.seed, step, samples[0].prompt))
         present = [i for i, im in enumerate(images) if im is not None]
         # the image judges and the coverage are numpy on the CPU: they run in threads while the pairwise
-        # judge keeps the GPU busy, instead of after it
+        # judge keeps the GPU busy, instead of after it. The coverage and the built-in judges that read the
+        # paint mask come from one composition() per painting (computed three times, they took about as long
+        # as the others together, on CPUs the renderer keeps busy)
+        compositions = self._threads.submit(safe_compositions, [images[i] for i in present])
         measured = {name: self._threads.submit(safe_scores, j, [images[i] for i in passed])
-                    for name, j in [*self.image_judges.items(), ("coverage", _Coverage())]}
+                    for name, j in self.image_judges.items() if type(j) not in FROM_COMPOSITION}
         t0 = time.perf_counter()
         judged, reasons = judge_safely(self.judge, [images[i] for i in passed], draw)
         self.last_pairwise_s = time.perf_counter() - t0  # the pairwise judge alone (the reward logs it beside judge_s)
-        extra = {name: measured[name].result() for name in self.image_judges}
-        coverage = dict(zip(passed, measured["coverage"].result()))
-        coverage.update(zip(rest := [i for i in present if i not in coverage],
-                            safe_scores(_Coverage(), [images[i] for i in rest])))
+        composed = dict(zip(present, compositions.result()))
+        coverage = {i: c.coverage for i, c in composed.items() if c is not None}
+        extra = {name: [FROM_COMPOSITION[type(j)](composed[i]) if composed[i] is not None else None for i in passed]
+                 if type(j) in FROM_COMPOSITION else measured[name].result() for name, j in self.image_judges.items()}
         rated = []
         if self.absolute is not None:
             rated = safe_ratings(self.absolute, [images[i] for i in passed])
@@ -145,13 +149,20 @@ class Scorer:
         return sum(self.settings.weight(c) * comp[c] for c in self.components if self.settings.weight(c) > 0)
 
 
-class _Coverage:
-    name = "coverage"
+# built-in image judges whose score is a field of salon.judges.image_judges.composition
+FROM_COMPOSITION = {CompositionJudge: lambda c: c.coverage, PaintFractionJudge: lambda c: c.paint_fraction}
 
-    def score(self, images):
-        from salon.judges.image_judges import composition
 
-        return [composition(im).coverage for im in images]
+def safe_compositions(images) -> list[Composition | None]:
+    """composition() of each image, None where it raised (a missing measure, never a bad painting)."""
+    out = []
+    for im in images:
+        try:
+            out.append(composition(im))
+        except Exception as e:
+            log.warning("composition failed: %s", e)
+            out.append(None)
+    return out
 
 
 def judge_safely(judge, images, draw) -> tuple[list, list]:
