@@ -18,7 +18,8 @@ zero, so the adapter counts). In one run, on the same model and prompts, at each
                        call compiles about tokens / 256 graphs)
   compiled_fused, compiled_whole_cache_fused
                        compiled and compiled_whole_cache on a copy whose q/k/v and gate/up are one
-                       product each (grpo.generation_fuse_linears=true), not in the default list
+                       product each (grpo.generation_fuse_linears: the trainer's default, so
+                       compiled_whole_cache_fused is what `salon train` runs), not in the default list
 Each sequence runs `--tokens` new tokens (no EOS) after a 600-token prompt, sampling on (top-p
 0.95, top-k 20); `--group N` gives N consecutive rows one prompt, as TRL hands a GRPO group to the
 engine (the default 1: every row its own prompt). `compiled` is timed on its second call (the first
