@@ -69,8 +69,13 @@ def test_a_composition_that_raises_is_missing_for_that_painting_only(scorer, mon
     samples = [Sample(index=i, group="g", position=i, row=0, subject="s", prompt="p", completion="x" * 900,
                       code="c", seed=i) for i in range(3)]
     real = image_judges.composition
-    monkeypatch.setattr("salon.train.scoring.composition",
-                        lambda im: (_ for _ in ()).throw(ValueError("bad")) if im.size == (7, 7) else real(im))
+
+    def composition(im):
+        if im.size == (7, 7):
+            raise ValueError("bad")
+        return real(im)
+
+    monkeypatch.setattr("salon.train.scoring.composition", composition)
     results[1] = RenderResult(ok=True, png=png(Image.new("RGB", (7, 7), "white")))
     scored = scorer.score_group(samples, results, step=0)
     assert scored[1].coverage is None and scored[1].components["composition"] is None

@@ -109,8 +109,11 @@ class Scorer:
         self.last_pairwise_s = time.perf_counter() - t0  # the pairwise judge alone (the reward logs it beside judge_s)
         composed = dict(zip(present, compositions.result()))
         coverage = {i: c.coverage for i, c in composed.items() if c is not None}
-        extra = {name: [FROM_COMPOSITION[type(j)](composed[i]) if composed[i] is not None else None for i in passed]
-                 if type(j) in FROM_COMPOSITION else measured[name].result() for name, j in self.image_judges.items()}
+        extra = {}
+        for name, j in self.image_judges.items():
+            field_of = FROM_COMPOSITION.get(type(j))
+            extra[name] = (measured[name].result() if field_of is None
+                           else [None if composed[i] is None else field_of(composed[i]) for i in passed])
         rated = []
         if self.absolute is not None:
             rated = safe_ratings(self.absolute, [images[i] for i in passed])
