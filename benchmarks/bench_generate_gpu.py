@@ -27,8 +27,9 @@ compiles); `generate` after a short warm-up. The bound is batch x bandwidth / (w
 bandwidth measured here. The JSON holds, per batch, each engine's tokens/s and share of that bound;
 the printout adds seconds, peak memory per engine (the copy's cost is the compiled line's extra),
 compilations and how far the merged copy's log-probabilities are from the peft model's.
-`--profile FILE` writes, per compiled engine at batch 8, the kernels of one more call (torch.profiler:
-CUDA time per decode step by kernel, the top 25) and the card's busy share over that call.
+`--profile FILE` writes, per compiled engine at each batch of `--profile-batches` (8), the kernels of one
+more call (torch.profiler: CUDA time per decode step by kernel, the top 25) and the card's busy share
+over that call.
 """
 
 from __future__ import annotations
@@ -178,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--add", action="store_true", help="keep the engines already in --json that this run does not "
                     "measure (same device, batch and new tokens)")
     ap.add_argument("--group", type=int, default=1, help="consecutive rows sharing a prompt (GRPO's num_generations)")
-    ap.add_argument("--profile", default="", help="the kernels of 16 decode steps per compiled engine, as JSON")
+    ap.add_argument("--profile", default="", help="the kernels of one more call per compiled engine, as JSON")
+    ap.add_argument("--profile-batches", default="8", help="the batches --profile profiles")
     args = ap.parse_args(argv)
 
     device = torch.device("cpu" if args.cpu else "cuda")
@@ -249,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
                      if first is not None else "")
             print(f"  {engine:20s} {produced:7d} tokens in {seconds:6.2f} s = {rate:8.1f} tokens/s "
                   f"({rate / bound:.1%} of the bound), peak {peak:.1f} GiB{extra}", flush=True)
-            if args.profile and engine in decoder and device.type == "cuda" and batch == 8:
+            profiled = str(batch) in args.profile_batches.split(",")
+            if args.profile and engine in decoder and device.type == "cuda" and profiled:
                 profiles.append({"batch": batch, "engine": engine, **decode_profile(decoder[engine], prompts, gen)})
                 Path(args.profile).write_text(json.dumps(profiles, indent=1) + "\n")
         rates = run["engines"]
