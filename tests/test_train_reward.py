@@ -296,3 +296,36 @@ def test_prefetch_in_waves_renders_each_sketch_once_and_the_reward_uses_them(tin
     assert len(submitted) == 3  # the reward took every painting from the prefetch
     want, _ = call(adapter(tiny, render_pool, tmp_path / "plain"), prompts, completions, rows=[0, 0, 1, 1])
     assert got == pytest.approx(want, abs=1e-5)
+
+
+def test_paintings_are_decoded_once_rendered_in_order_and_never_raise():
+    """The adapter decodes each PNG as its render finishes (off the judge's thread): the same image as
+    decoding at scoring time, None for no PNG, an undecodable one or a render future that raised."""
+    import io
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+    from PIL import Image
+
+    from salon.curate.sandbox.render import RenderResult
+    from salon.train.reward import decoded_when_rendered
+    from salon.train.scoring import decode
+
+    buf = io.BytesIO()
+    Image.new("RGBA", (40, 30), (200, 10, 10, 128)).save(buf, "PNG")
+    png = buf.getvalue()
+    pool = ThreadPoolExecutor(max_workers=2)
+    later, failing, garbled = Future(), Future(), Future()
+    decoded = [decoded_when_rendered(x, pool) for x in (RenderResult(ok=True, png=png), later, failing, garbled,
+                                                          RenderResult(ok=False, violations=["x"]))]
+    assert not decoded[1].done()  # nothing to decode until the render is done
+    threading.Timer(0.05, later.set_result, [RenderResult(ok=True, png=png)]).start()
+    failing.set_exception(RuntimeError("render worker lost"))
+    garbled.set_result(RenderResult(ok=True, png=png[:40]))
+    images = [d.result(timeout=10) for d in decoded]
+    expect = np.asarray(decode(png))
+    for image in images[:2]:
+        assert image.mode == "RGB" and np.array_equal(np.asarray(image), expect)
+    assert images[2:] == [None, None, None]
+    pool.shutdown()

@@ -32,7 +32,7 @@ render worker processes (salon.train.render_workers.RenderPool) or any other ren
 from __future__ import annotations
 
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime, timezone
 from typing import Protocol, Sequence
 
@@ -40,7 +40,7 @@ from salon.curate.sandbox import gate
 from salon.curate.sandbox.render import RenderResult
 from salon.train.recorder import Recorder
 from salon.train.rollout import Planner, Rollout, Sample, completion_text
-from salon.train.scoring import Scored, Scorer
+from salon.train.scoring import Scored, Scorer, decode
 
 
 class RenderStep(Protocol):
@@ -64,6 +64,9 @@ class RewardAdapter:
         self.recorder = recorder or Recorder(scorer.components, process=process)
         self.planner = planner or Planner(scorer.seed)
         self._prefetched: dict[tuple[str, int], Future] = {}
+        # each painting's PNG is decoded the moment it is rendered, while the judge works on earlier groups
+        # (64 paintings of 600x600 took about half a second of the judge's thread to decode on the H200 node)
+        self._decoder = ThreadPoolExecutor(max_workers=2, thread_name_prefix="salon-decode")
         self.calls = 0
 
     @property
@@ -78,6 +81,7 @@ class RewardAdapter:
         samples = self.planner.plan(prompts, [completion_text(c) for c in completions], step,
                                     columns.get("row"), columns.get("subject"))
         started = self._start(samples)
+        decoded = [decoded_when_rendered(x, self._decoder) for x in started]
         rollouts: list[Rollout | None] = [None] * len(samples)
         # judge_s: scoring a group (the pairwise judge, the image judges, decoding, the records);
         # pairwise_judge_s: the pairwise judge's share of it
@@ -85,7 +89,8 @@ class RewardAdapter:
         for group, results, waited in _groups_as_rendered(samples, started, self.scorer.settings.judge_as_rendered):
             timing["render_wait_s"] += waited
             tj = time.perf_counter()
-            for sample, result, scored in zip(group, results, self.scorer.score_group(group, results, step)):
+            images = [decoded[s.index].result() for s in group]
+            for sample, result, scored in zip(group, results, self.scorer.score_group(group, results, step, images)):
                 rollouts[sample.index] = self._rollout(sample, result, scored, step)
             timing["judge_s"] += time.perf_counter() - tj
             timing["pairwise_judge_s"] += self.scorer.last_pairwise_s
@@ -171,6 +176,24 @@ def _groups_as_rendered(samples: list[Sample], started: list, partial: bool = Fa
                 del pending[group]
             yield [samples[i] for i in done], [_result(started[i]) for i in done], waited
             waited = 0.0
+
+
+def decoded_when_rendered(x: RenderResult | Future, pool: ThreadPoolExecutor) -> Future:
+    """A Future of the painting's PNG decoded (`scoring.decode`: None where there is none or it is not a
+    PNG), decoded in `pool` once the render is done; never raising."""
+    if isinstance(x, RenderResult):
+        return pool.submit(decode, x.png)
+    out: Future = Future()
+
+    def decoded(done: Future) -> None:
+        out.set_result(done.result() if done.exception() is None else None)
+
+    def rendered(render: Future) -> None:
+        png = render.result().png if render.exception() is None else None
+        pool.submit(decode, png).add_done_callback(decoded)
+
+    x.add_done_callback(rendered)
+    return out
 
 
 def _ready(x) -> bool:

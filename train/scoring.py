@@ -2,6 +2,7 @@
 
     scorer = Scorer(settings, judge=judge, references=refs, k=4, mix={"love": 0.5, "okay": 0.5})
     scored = scorer.score_group(samples, results, step)    # one Scored per sample, same order
+    scored = scorer.score_group(samples, results, step, images)   # the paintings already decoded (or None)
 
 The completions of one prompt (a group) are judged together against one seeded reference draw,
 so their advantages reflect the paintings and not the draw. The rules, per sample:
@@ -92,8 +93,10 @@ class Scorer:
     def components(self) -> list[str]:
         return ["gate", "length", "judge", *self.image_judges] + (["absolute"] if self.absolute else [])
 
-    def score_group(self, samples: list[Sample], results: list[RenderResult], step: int) -> list[Scored]:
-        images = [decode(r.png) for r in results]
+    def score_group(self, samples: list[Sample], results: list[RenderResult], step: int,
+                    images: list[Image.Image | None] | None = None) -> list[Scored]:
+        """`images`: each result's PNG decoded (`decode`), where the caller decoded them while others rendered."""
+        images = [decode(r.png) for r in results] if images is None else images
         passed = [i for i, r in enumerate(results) if r.ok and images[i] is not None]
         draw = draw_references(self.references, self.k, self.mix, seed=group_seed(self.seed, step, samples[0].prompt))
         present = [i for i, im in enumerate(images) if im is not None]
