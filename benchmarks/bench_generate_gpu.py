@@ -29,7 +29,8 @@ the printout adds seconds, peak memory per engine (the copy's cost is the compil
 compilations and how far the merged copy's log-probabilities are from the peft model's.
 `--profile FILE` writes, per compiled engine at each batch of `--profile-batches` (8), the kernels of one
 more call (torch.profiler: CUDA time per decode step by kernel, the top 25) and the card's busy share
-over that call.
+over that call, and from two calls before it the host's time between decode steps against the call's
+time a step, and the synchronisations torch saw in a call.
 """
 
 from __future__ import annotations
@@ -134,14 +135,53 @@ def measure(engine: str, model, decoder, prompts, gen, device) -> tuple[int, flo
     return produced, time.perf_counter() - t0, first
 
 
+def host_pace(decoder, prompts, cfg) -> dict:
+    """Two more calls without the profiler: the host's time between decode steps (when it is the call's
+    time a step, the host paces the card), and the synchronisations torch reports in a call
+    (`set_sync_debug_mode`: the loop asks whether every row finished every SYNC_EVERY steps, so
+    steps / SYNC_EVERY of them are the loop's own)."""
+    import warnings
+
+    import torch
+
+    stamps, real = [], decoder.step
+
+    def stamped(*a, **kw):
+        stamps.append(time.perf_counter())
+        return real(*a, **kw)
+
+    decoder.step = stamped
+    try:
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        decoder.generate(prompts, cfg)
+        torch.cuda.synchronize()
+        wall = time.perf_counter() - t0
+    finally:
+        decoder.step = real
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            decoder.generate(prompts, cfg)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    syncs = [str(w.message).splitlines()[0][:120] for w in caught if "synchroniz" in str(w.message)]
+    return {"host_ms_per_step": round(1e3 * (stamps[-1] - stamps[0]) / max(1, len(stamps) - 1), 3),
+            "wall_ms_per_step": round(1e3 * wall / max(1, len(stamps) + 1), 3), "syncs": len(syncs),
+            "sync_kinds": sorted(set(syncs))[:5]}
+
+
 def decode_profile(decoder, prompts, gen) -> dict:
     """torch.profiler over one more call of a shape already compiled: CUDA time per decode step by
-    kernel name (the top 25), and how much of the call's wall time the card was busy."""
+    kernel name (the top 25), and how much of the call's wall time the card was busy; and the host's
+    pace (`host_pace`)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     cfg = copy.deepcopy(gen)
     cfg.min_new_tokens = None
+    pace = host_pace(decoder, prompts, cfg)
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         t0 = time.perf_counter()
@@ -156,7 +196,7 @@ def decode_profile(decoder, prompts, gen) -> dict:
     top = sorted(kernels.items(), key=lambda kv: -kv[1])[:25]
     return {"wall_s": round(wall, 4), "decode_steps": steps, "card_busy_s": round(busy, 4),
             "card_busy_share": round(busy / wall, 4), "ms_per_step": round(1e3 * wall / steps, 3),
-            "kernels_us_per_step": [{"kernel": k[:160], "us": round(v / steps, 2)} for k, v in top]}
+            **pace, "kernels_us_per_step": [{"kernel": k[:160], "us": round(v / steps, 2)} for k, v in top]}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -60,6 +60,7 @@ ATTENTION = "salon_grouped_decode"  # the merged copy's attention (decode.groupe
 KEY_CHUNK = 256  # buckets: the positions a step attends, rounded up to a multiple of this
 BLOCK_N = 64  # positions per inner step of a program
 SPLIT = 256  # positions per program (a multiple of BLOCK_N): more programs for short caches
+NUM_WARPS, NUM_STAGES = 4, 3  # the slice kernel's warps per program and software-pipelining depth
 
 
 @dataclass
@@ -185,12 +186,15 @@ if triton is not None:
         out = tl.sum(part * weight[:, None], 0) / tl.sum(total * weight, 0)
         tl.store(O + b * stride_ob + h * stride_oh + offs_d, out.to(O.dtype.element_ty))
 
-    def run_kernel(launch, query, key, value, mask, bounds, prefix_row, scale: float) -> torch.Tensor:
-        """The slices, then their merge; `launch` is the slice kernel (wrapped for torch.compile, or not)."""
+    def run_kernel(launch, query, key, value, mask, bounds, prefix_row, scale: float, block: int = BLOCK_N,
+                   split: int = SPLIT, warps: int = NUM_WARPS, stages: int = NUM_STAGES) -> torch.Tensor:
+        """The slices, then their merge; `launch` is the slice kernel (wrapped for torch.compile, or not).
+        block, split, warps, stages: the slice kernel's tiling (benchmarks/probe_filled_attention.py
+        times the choices on a card)."""
         batch, heads, _, dim = query.shape
         kv, length = key.shape[1], key.shape[2]
         groups = heads // kv
-        slices = triton.cdiv(length, SPLIT)
+        slices = triton.cdiv(length, split)
         q = query.reshape(batch, heads, dim)
         part = torch.empty((batch, heads, slices, dim), dtype=torch.float32, device=query.device)
         top = torch.empty((batch, heads, slices), dtype=torch.float32, device=query.device)
@@ -200,8 +204,8 @@ if triton is not None:
             q.stride(0), q.stride(1), key.stride(0), key.stride(1), key.stride(2),
             value.stride(0), value.stride(1), value.stride(2), mask.stride(0),
             part.stride(0), part.stride(1), part.stride(2), top.stride(0), top.stride(1),
-            scale, G=groups, GP=max(16, triton.next_power_of_2(groups)), D=dim, BLOCK=BLOCK_N, SLICE=SPLIT,
-            IEEE=query.dtype == torch.float32, num_warps=4)
+            scale, G=groups, GP=max(16, triton.next_power_of_2(groups)), D=dim, BLOCK=block, SLICE=split,
+            IEEE=query.dtype == torch.float32, num_warps=warps, num_stages=stages)
         out = torch.empty((batch, 1, heads, dim), dtype=query.dtype, device=query.device)
         _merge_kernel[(batch, heads)](part, top, total, out, part.stride(0), part.stride(1), part.stride(2),
                                       top.stride(0), top.stride(1), out.stride(0), out.stride(2), slices,
