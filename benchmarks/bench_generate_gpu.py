@@ -29,8 +29,9 @@ the printout adds seconds, peak memory per engine (the copy's cost is the compil
 compilations and how far the merged copy's log-probabilities are from the peft model's.
 `--profile FILE` writes, per compiled engine at each batch of `--profile-batches` (8), the kernels of one
 more call (torch.profiler: CUDA time per decode step by kernel, the top 25) and the card's busy share
-over that call, and from two calls before it the host's time between decode steps against the call's
-time a step, and the synchronisations torch saw in a call.
+over that call, and from two calls before it the host's own time a decode step against the call's
+time a step and the synchronisations torch saw in a call; and the host's launches a step in the
+profiled call (graph replays, kernels launched outside a graph).
 """
 
 from __future__ import annotations
@@ -136,29 +137,19 @@ def measure(engine: str, model, decoder, prompts, gen, device) -> tuple[int, flo
 
 
 def host_pace(decoder, prompts, cfg) -> dict:
-    """Two more calls without the profiler: the host's time between decode steps (when it is the call's
-    time a step, the host paces the card), and the synchronisations torch reports in a call
-    (`set_sync_debug_mode`: the loop asks whether every row finished every SYNC_EVERY steps, so
-    steps / SYNC_EVERY of them are the loop's own)."""
+    """Two more calls without the profiler: the host's own time a decode step (the decoder's
+    `last_host_ms_per_step`, its waits for the card left out: when it is the call's time a step, the
+    host paces the card), and the synchronisations torch reports in a call (`set_sync_debug_mode`: the
+    loop asks whether every row finished every SYNC_EVERY steps, so steps / SYNC_EVERY are its own)."""
     import warnings
 
     import torch
 
-    stamps, real = [], decoder.step
-
-    def stamped(*a, **kw):
-        stamps.append(time.perf_counter())
-        return real(*a, **kw)
-
-    decoder.step = stamped
-    try:
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        decoder.generate(prompts, cfg)
-        torch.cuda.synchronize()
-        wall = time.perf_counter() - t0
-    finally:
-        decoder.step = real
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    decoder.generate(prompts, cfg)
+    torch.cuda.synchronize()
+    wall, host = time.perf_counter() - t0, decoder.last_host_ms_per_step
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         torch.cuda.set_sync_debug_mode("warn")
@@ -167,9 +158,13 @@ def host_pace(decoder, prompts, cfg) -> dict:
         finally:
             torch.cuda.set_sync_debug_mode("default")
     syncs = [str(w.message).splitlines()[0][:120] for w in caught if "synchroniz" in str(w.message)]
-    return {"host_ms_per_step": round(1e3 * (stamps[-1] - stamps[0]) / max(1, len(stamps) - 1), 3),
-            "wall_ms_per_step": round(1e3 * wall / max(1, len(stamps) + 1), 3), "syncs": len(syncs),
-            "sync_kinds": sorted(set(syncs))[:5]}
+    return {"host_ms_per_step": host and round(host, 3), "wall_ms_per_step": round(1e3 * wall / cfg.max_new_tokens, 3),
+            "syncs": len(syncs), "sync_kinds": sorted(set(syncs))[:5]}
+
+
+# the host's launches in the trace: a decode step that is one captured graph is one cudaGraphLaunch and no
+# kernel launch of its own (a step split around an op that cannot be captured launches that op eagerly)
+LAUNCHES = ("cudaGraphLaunch", "cudaLaunchKernel", "cuLaunchKernel", "cuLaunchKernelEx")
 
 
 def decode_profile(decoder, prompts, gen) -> dict:
@@ -189,14 +184,18 @@ def decode_profile(decoder, prompts, gen) -> dict:
         torch.cuda.synchronize()
         wall = time.perf_counter() - t0
     kernels: dict[str, float] = {}
+    launches = dict.fromkeys(LAUNCHES, 0)
     for e in prof.events():
         if e.device_type == torch.autograd.DeviceType.CUDA:
             kernels[e.name] = kernels.get(e.name, 0.0) + e.device_time_total
+        elif e.name in launches:
+            launches[e.name] += 1
     busy, steps = sum(kernels.values()) / 1e6, gen.max_new_tokens
     top = sorted(kernels.items(), key=lambda kv: -kv[1])[:25]
     return {"wall_s": round(wall, 4), "decode_steps": steps, "card_busy_s": round(busy, 4),
             "card_busy_share": round(busy / wall, 4), "ms_per_step": round(1e3 * wall / steps, 3),
-            **pace, "kernels_us_per_step": [{"kernel": k[:160], "us": round(v / steps, 2)} for k, v in top]}
+            **pace, "launches_per_step": {k: round(v / steps, 2) for k, v in launches.items()},
+            "kernels_us_per_step": [{"kernel": k[:160], "us": round(v / steps, 2)} for k, v in top]}
 
 
 def main(argv: list[str] | None = None) -> int:

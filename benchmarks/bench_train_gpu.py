@@ -55,8 +55,9 @@ left out) of:
 The printout (and `--steps-json`) adds, per step, pairwise_judge_s (judge_s's pairwise judge alone:
 the rest of it is the CPU-side image judges, decoding and the records), render_max_s and ocr_max_s (the
 slowest painting's time in its browser and in the text check), reward_s (the reward function:
-render wait, judging, the archive) and logprob_s (the rest of TRL's rollout: the log-prob passes and its
-bookkeeping), so what holds a step is measured, not guessed.
+render wait, judging, the archive), logprob_s (the rest of TRL's rollout: the log-prob passes and its
+bookkeeping) and host_ms_per_step (the compiled engine's host time a decode step, its waits for the
+card left out), so what holds a step is measured, not guessed.
 
 `--render-paths on,off` runs each engine once per render.gpu value (the first is the one written to
 --json) and writes --render-json as {device, trl, num_generations, max_completion_length, engine,
@@ -262,7 +263,8 @@ def run_engine(args, engine: str, variant: list[str] | None, refs: Path, gpu_ren
                       "render_max_s": h.get("salon/time/render_max_s", float("nan")),
                       "ocr_max_s": h.get("salon/time/ocr_max_s", float("nan")),
                       "optimisation_s": timings.step[step] - rollout, "reward_s": reward,
-                      "logprob_s": rollout - generation - reward})
+                      "logprob_s": rollout - generation - reward,
+                      "host_ms_per_step": h.get("salon/generation/host_ms_per_step", float("nan"))})
     memory = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else 0.0
     # after the peak is read: the copy's 2 GiB buffers stay out of it
     bandwidth = copy_bandwidth(torch.device("cpu" if args.cpu else "cuda"))

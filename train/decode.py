@@ -185,6 +185,9 @@ class StaticDecoder:
         self.compiled_for: set[tuple] = set()  # (shape, sampling settings): what one compiled step is specific to
         self.compiled_graphs = 0
         self.last_seconds = 0.0
+        # the host's own time a decode step in the last call (its waits for the card left out): near the
+        # call's time a step, the host (Python, the launches) paces the card rather than the card's work
+        self.last_host_ms_per_step: float | None = None
         self.last_path = ""  # "loop" or "generate": which ran the last call
         self.loop_error: str | None = None  # why the compiled loop was given up, if it was
 
@@ -274,7 +277,7 @@ class StaticDecoder:
         warpers = loop_warpers(cfg)
         settings = (shape, cfg.do_sample, pad, repr([vars(w) for w in warpers or []]), self.attention)
         t0 = time.perf_counter()
-        out = None
+        out, self.last_host_ms_per_step = None, None
         if warpers is not None and self.loop_error is None and self.attention != "whole":
             try:
                 out = self._loop(ids, mask, cfg, warpers, cache, pad, prompt_ids)
@@ -329,9 +332,16 @@ class StaticDecoder:
         out[:, 0] = token
         position = position[:, -1:]
         steps = 1
+        # the host's own time: from the first decode step's call to the latest, less its waits for the card
+        # (the launches queue, so between two waits the host runs ahead of the card or paces it)
+        first = last = None
+        waited = 0.0
         for i in range(1, cfg.max_new_tokens):
-            if i % SYNC_EVERY == 0 and not bool(unfinished.any()):
-                break
+            if i % SYNC_EVERY == 0:
+                t = time.perf_counter()
+                if not bool(unfinished.any()):
+                    break
+                waited += time.perf_counter() - t
             mask[:, bucket + i - 1] = 1  # the token fed now is attended from here on
             step, keys = self.step, None
             if span is not None:
@@ -342,11 +352,14 @@ class StaticDecoder:
             position = position + 1
             if self.compile:
                 torch.compiler.cudagraph_mark_step_begin()  # the last replay's outputs are read: copied below
+            last = time.perf_counter()
+            first = first or last
             token, unfinished = step(out[:, i - 1:i], position, step_mask, unfinished, cache, warpers, cfg.do_sample,
                                      eos, pad, keys)
             out[:, i] = token
             unfinished = unfinished.clone()
             steps = i + 1
+        self.last_host_ms_per_step = 1e3 * (last - first - waited) / (steps - 2) if steps > 2 else None
         return out[:, :steps]
 
     def _generate(self, ids, prompt_mask, cfg, cache) -> torch.Tensor:

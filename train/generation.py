@@ -49,7 +49,9 @@ recompile_limit (8) shapes. Under `generation_attention: buckets` each shape com
 attended length (max_completion_length / 256 of them), each length a torch.compile with a dynamo
 cache of its own (torch 2.14's isolate_recompiles; an older torch raises the limit to hold them). Each call logs
 `salon/generation/compiled_graphs` (dynamo graphs compiled so far), `salon/generation/shapes`, `salon/generation/waves` and
-`salon/generation/decode_loop` (1 when the loop ran, 0 when transformers' generate did); a graph
+`salon/generation/decode_loop` (1 when the loop ran, 0 when transformers' generate did) and, from the
+loop, `salon/generation/host_ms_per_step` (the host's own time a decode step, its waits for the card left
+out: near the time a step, the host paces the card); a graph
 compiled again for a shape and settings already seen is logged as a warning (a guard failed, which
 is a bug, not a cost to accept).
 
@@ -192,12 +194,14 @@ class CompiledGeneration:
             trainer._log_metric("salon/generation/refresh_s", time.perf_counter() - t0)
         prompt_ids = tokenize(prompts, trainer)
         completion_ids: list = [None] * len(prompts)
-        seconds = 0.0
+        seconds, host_pace = 0.0, []
         parts = waves_of(prompts, self.waves)
         for n, wave in enumerate(parts):
             made = cut_after_eos(self.decoder.generate([prompt_ids[i] for i in wave], trainer.generation_config),
                                  trainer.eos_token_ids)
             seconds += self.decoder.last_seconds
+            if self.decoder.last_host_ms_per_step is not None:
+                host_pace.append(self.decoder.last_host_ms_per_step)
             for i, ids in zip(wave, made):
                 completion_ids[i] = ids
             if self.on_wave is not None and n < len(parts) - 1:
@@ -210,6 +214,8 @@ class CompiledGeneration:
                             ("kv_cache_gib", sum(self.decoder.cache_bytes(*k) for k in self.decoder.caches) / GIB),
                             ("tokens_per_s", tokens / max(seconds, 1e-9))):
             trainer._log_metric(f"salon/generation/{name}", float(value))  # what TRL hands reward functions
+        if host_pace:  # the host's own time a decode step (decode.py): beside the time a step, who paces whom
+            trainer._log_metric("salon/generation/host_ms_per_step", sum(host_pace) / len(host_pace))
         return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": None}
 
 
