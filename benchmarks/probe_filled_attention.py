@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batches", default="64,8")
     ap.add_argument("--filled", default="1024,2048", help="new tokens in the cache so far, per shape")
     ap.add_argument("--blocks", default="64,128")
-    ap.add_argument("--splits", default="256,512,1024")
+    ap.add_argument("--splits", default="256,512,1024,4096", help="4096: one program a row and head")
     ap.add_argument("--warps", default="4,8")
     ap.add_argument("--stages", default="2,3,4")
     ap.add_argument("--iters", type=int, default=100)
