@@ -1,13 +1,14 @@
 """The `filled` decode attention's slice kernel under each tiling, on a GPU: bandwidth and exactness.
 
     python benchmarks/probe_filled_attention.py --json benchmarks/results/probe_filled_attention_h200.json
-    python benchmarks/probe_filled_attention.py --batches 64 --blocks 64 --splits 256,512 --warps 4 --stages 3
+    python benchmarks/probe_filled_attention.py --batches 64 --blocks 64 --splits 256,512 --warps 4 --stages 2,3,4 --dots 1
 
 Qwen3-1.7B's attention shape (16 query heads on 8 KV heads of 128), bf16, a static cache of a 768-token
 prompt bucket + 2,048 new tokens, every 8 rows one prompt (a GRPO group: the kernel reads a group's
 prompt from its first row), prompts of 600 tokens left-padded. For each batch and filled length
 (`--filled`: new tokens so far), each tiling (positions per inner step `block`, per program `split`,
-`warps` per program, pipelining `stages`) is timed over `--iters` calls with CUDA events, after a
+`warps` per program, pipelining `stages`, the products on the tensor cores or as multiply-adds `dot`)
+is timed over `--iters` calls with CUDA events, after a
 warm-up that compiles it. Bandwidth counts the bytes the attention must read once: each row's own
 new keys and values and each group's prompt once (what `bench_generate_gpu.py`'s bound counts for a
 step is the whole prompt per row). Exactness: the largest difference to SDPA in float32 over the same
@@ -87,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--blocks", default="64,128")
     ap.add_argument("--splits", default="256,512,1024,4096", help="4096: one program a row and head")
     ap.add_argument("--warps", default="4,8")
-    ap.add_argument("--stages", default="2,3,4")
+    ap.add_argument("--stages", default="3", help="e.g. 2,3,4")
+    ap.add_argument("--dots", default="1,0", help="1: products on the tensor cores; 0: multiply-adds")
     ap.add_argument("--iters", type=int, default=100)
     ap.add_argument("--json", default="")
     args = ap.parse_args(argv)
@@ -95,10 +97,10 @@ def main(argv: list[str] | None = None) -> int:
         print("probe_filled_attention needs a CUDA device and Triton", file=sys.stderr)
         return 2
     ints = lambda text: [int(x) for x in text.split(",") if x]  # noqa: E731
-    today = {"block": da.BLOCK_N, "split": da.SPLIT, "warps": da.NUM_WARPS, "stages": da.NUM_STAGES}
-    tilings = [dict(block=b, split=s, warps=w, stages=st)
-               for b, s, w, st in itertools.product(ints(args.blocks), ints(args.splits), ints(args.warps),
-                                                    ints(args.stages)) if s % b == 0]
+    today = {"block": da.BLOCK_N, "split": da.SPLIT, "warps": da.NUM_WARPS, "stages": da.NUM_STAGES, "dot": da.DOT}
+    tilings = [dict(block=b, split=s, warps=w, stages=st, dot=bool(d))
+               for b, s, w, st, d in itertools.product(ints(args.blocks), ints(args.splits), ints(args.warps),
+                                                       ints(args.stages), ints(args.dots)) if s % b == 0]
     if today not in tilings:
         tilings.insert(0, today)
     bandwidth = copy_bandwidth(torch.device("cuda"))
@@ -123,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f" batch {batch}, {filled} new tokens ({nbytes / 1e6:.0f} MB a call):", flush=True)
         for row in sorted(measured, key=lambda r: r["us_per_call"])[:6] + [r for r in measured if r["today"]]:
             print(f"  {'today ' if row['today'] else ''}block {row['block']} split {row['split']} warps "
-                  f"{row['warps']} stages {row['stages']}: {row['us_per_call']:.1f} us, {row['tb_per_s']:.2f} TB/s "
+                  f"{row['warps']} stages {row['stages']} {'dot' if row['dot'] else 'fma'}: {row['us_per_call']:.1f} us, "
+                  f"{row['tb_per_s']:.2f} TB/s "
                   f"({row['share_of_copy_bandwidth']:.0%}), max diff {row['max_abs_diff']:.1e}", flush=True)
         if args.json:  # after every shape, so a run cut short keeps what it measured
             Path(args.json).write_text(json.dumps({"device": torch.cuda.get_device_name(), "copy_bandwidth_tb_per_s":

@@ -478,8 +478,9 @@ for length in (200, 600):  # one slice, and three merged (da.SPLIT positions eac
         corrupt_k, corrupt_v = k.clone(), v.clone()  # rows 2 and 4 read their prompt from rows 0 and 1
         corrupt_k[[2, 4], :, :bucket], corrupt_v[[2, 4], :, :bucket] = 7.0, -7.0
         # today's tiling, and others benchmarks/probe_filled_attention.py may choose (positions per inner step
-        # and per program; warps and stages do not change what is computed)
-        for tiling in ({}, {"block": 32, "split": 64}, {"block": 128, "split": 512}):
+        # and per program, tensor cores or multiply-adds; warps and stages do not change what is computed)
+        for tiling in ({}, {"block": 32, "split": 64}, {"block": 128, "split": 512}, {"dot": False},
+                       {"block": 32, "split": 1024, "dot": False}):
             got = da.run_kernel(da._slice_kernel, q, corrupt_k, corrupt_v, mask, span.bounds, span.prefix_row, 0.3,
                                 **tiling)
             assert got.shape == want.shape and got.dtype == q.dtype

@@ -61,6 +61,7 @@ KEY_CHUNK = 256  # buckets: the positions a step attends, rounded up to a multip
 BLOCK_N = 64  # positions per inner step of a program
 SPLIT = 256  # positions per program (a multiple of BLOCK_N): more programs for short caches
 NUM_WARPS, NUM_STAGES = 4, 3  # the slice kernel's warps per program and software-pipelining depth
+DOT = True  # the slice kernel's products on the tensor cores (tl.dot), or as multiply-adds
 
 
 @dataclass
@@ -119,7 +120,7 @@ if triton is not None:
                       stride_qb, stride_qh, stride_kb, stride_kh, stride_kl, stride_vb, stride_vh, stride_vl,
                       stride_mb, stride_ob, stride_oh, stride_os, stride_xb, stride_xh,
                       scale, G: tl.constexpr, GP: tl.constexpr, D: tl.constexpr, BLOCK: tl.constexpr,
-                      SLICE: tl.constexpr, IEEE: tl.constexpr):
+                      SLICE: tl.constexpr, IEEE: tl.constexpr, DOT: tl.constexpr):
         b = tl.program_id(0)  # rows fastest: a group's programs read the same prompt positions together
         h = tl.program_id(1)
         s = tl.program_id(2)
@@ -146,7 +147,11 @@ if triton is not None:
                         mask=inside[:, None], other=0.0)
             v = tl.load(V + row[:, None] * stride_vb + h * stride_vh + offs_n[:, None] * stride_vl + offs_d[None, :],
                         mask=inside[:, None], other=0.0)
-            if IEEE:
+            # DOT: the products on the tensor cores, a tile of at least 16 query rows (GP); otherwise
+            # multiply-adds on the query heads alone (GP = G: 2 for Qwen3-1.7B's 16 heads on 8)
+            if not DOT:
+                scores = tl.sum(q.to(tl.float32)[:, None, :] * k.to(tl.float32)[None, :, :], 2)
+            elif IEEE:
                 scores = tl.dot(q, tl.trans(k), input_precision="ieee")
             else:
                 scores = tl.dot(q, tl.trans(k))
@@ -156,7 +161,9 @@ if triton is not None:
             alpha = tl.exp(m_i - m_use)
             p = tl.exp(scores - m_use[:, None])
             l_i = l_i * alpha + tl.sum(p, 1)
-            if IEEE:
+            if not DOT:
+                acc = acc * alpha[:, None] + tl.sum(p[:, :, None] * v.to(tl.float32)[None, :, :], 1)
+            elif IEEE:
                 acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
             else:
                 acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
@@ -187,10 +194,10 @@ if triton is not None:
         tl.store(O + b * stride_ob + h * stride_oh + offs_d, out.to(O.dtype.element_ty))
 
     def run_kernel(launch, query, key, value, mask, bounds, prefix_row, scale: float, block: int = BLOCK_N,
-                   split: int = SPLIT, warps: int = NUM_WARPS, stages: int = NUM_STAGES) -> torch.Tensor:
+                   split: int = SPLIT, warps: int = NUM_WARPS, stages: int = NUM_STAGES, dot: bool = DOT) -> torch.Tensor:
         """The slices, then their merge; `launch` is the slice kernel (wrapped for torch.compile, or not).
-        block, split, warps, stages: the slice kernel's tiling (benchmarks/probe_filled_attention.py
-        times the choices on a card)."""
+        block, split, warps, stages, dot: the slice kernel's tiling and its products (tensor cores or
+        not); benchmarks/probe_filled_attention.py times the choices on a card."""
         batch, heads, _, dim = query.shape
         kv, length = key.shape[1], key.shape[2]
         groups = heads // kv
@@ -204,8 +211,9 @@ if triton is not None:
             q.stride(0), q.stride(1), key.stride(0), key.stride(1), key.stride(2),
             value.stride(0), value.stride(1), value.stride(2), mask.stride(0),
             part.stride(0), part.stride(1), part.stride(2), top.stride(0), top.stride(1),
-            scale, G=groups, GP=max(16, triton.next_power_of_2(groups)), D=dim, BLOCK=block, SLICE=split,
-            IEEE=query.dtype == torch.float32, num_warps=warps, num_stages=stages)
+            scale, G=groups, GP=triton.next_power_of_2(groups) if not dot else max(16, triton.next_power_of_2(groups)),
+            D=dim, BLOCK=block, SLICE=split, IEEE=query.dtype == torch.float32, DOT=dot, num_warps=warps,
+            num_stages=stages)
         out = torch.empty((batch, 1, heads, dim), dtype=query.dtype, device=query.device)
         _merge_kernel[(batch, heads)](part, top, total, out, part.stride(0), part.stride(1), part.stride(2),
                                       top.stride(0), top.stride(1), out.stride(0), out.stride(2), slices,
