@@ -298,9 +298,10 @@ def test_prefetch_in_waves_renders_each_sketch_once_and_the_reward_uses_them(tin
     assert got == pytest.approx(want, abs=1e-5)
 
 
-def test_paintings_are_decoded_once_rendered_in_order_and_never_raise():
-    """The adapter decodes each PNG as its render finishes (off the judge's thread): the same image as
-    decoding at scoring time, None for no PNG, an undecodable one or a render future that raised."""
+def test_paintings_are_prepared_once_rendered_and_never_raise():
+    """The adapter decodes and measures each PNG as its render finishes (off the judge's thread): the
+    same image and composition as preparing at scoring time, (None, None) for no PNG, an undecodable one
+    or a render future that raised."""
     import io
     import threading
     from concurrent.futures import ThreadPoolExecutor
@@ -309,7 +310,8 @@ def test_paintings_are_decoded_once_rendered_in_order_and_never_raise():
     from PIL import Image
 
     from salon.curate.sandbox.render import RenderResult
-    from salon.train.reward import decoded_when_rendered
+    from salon.judges.image_judges import composition
+    from salon.train.reward import prepared_when_rendered
     from salon.train.scoring import decode
 
     buf = io.BytesIO()
@@ -317,15 +319,16 @@ def test_paintings_are_decoded_once_rendered_in_order_and_never_raise():
     png = buf.getvalue()
     pool = ThreadPoolExecutor(max_workers=2)
     later, failing, garbled = Future(), Future(), Future()
-    decoded = [decoded_when_rendered(x, pool) for x in (RenderResult(ok=True, png=png), later, failing, garbled,
-                                                          RenderResult(ok=False, violations=["x"]))]
-    assert not decoded[1].done()  # nothing to decode until the render is done
+    prepared = [prepared_when_rendered(x, pool) for x in (RenderResult(ok=True, png=png), later, failing, garbled,
+                                                           RenderResult(ok=False, violations=["x"]))]
+    assert not prepared[1].done()  # nothing to prepare until the render is done
     threading.Timer(0.05, later.set_result, [RenderResult(ok=True, png=png)]).start()
     failing.set_exception(RuntimeError("render worker lost"))
     garbled.set_result(RenderResult(ok=True, png=png[:40]))
-    images = [d.result(timeout=10) for d in decoded]
-    expect = np.asarray(decode(png))
-    for image in images[:2]:
-        assert image.mode == "RGB" and np.array_equal(np.asarray(image), expect)
-    assert images[2:] == [None, None, None]
+    got = [p.result(timeout=10) for p in prepared]
+    expect = decode(png)
+    for image, measured in got[:2]:
+        assert image.mode == "RGB" and np.array_equal(np.asarray(image), np.asarray(expect))
+        assert measured == composition(expect)
+    assert got[2:] == [(None, None)] * 3
     pool.shutdown()

@@ -40,7 +40,7 @@ from salon.curate.sandbox import gate
 from salon.curate.sandbox.render import RenderResult
 from salon.train.recorder import Recorder
 from salon.train.rollout import Planner, Rollout, Sample, completion_text
-from salon.train.scoring import Scored, Scorer, decode
+from salon.train.scoring import Scored, Scorer, prepare
 
 
 class RenderStep(Protocol):
@@ -64,9 +64,9 @@ class RewardAdapter:
         self.recorder = recorder or Recorder(scorer.components, process=process)
         self.planner = planner or Planner(scorer.seed)
         self._prefetched: dict[tuple[str, int], Future] = {}
-        # each painting's PNG is decoded the moment it is rendered, while the judge works on earlier groups
-        # (about 16 ms a 600x600 PNG on a CPU: a second of the judge's thread at 64 paintings)
-        self._decoder = ThreadPoolExecutor(max_workers=2, thread_name_prefix="salon-decode")
+        # each painting is decoded and measured (scoring.prepare) the moment it is rendered, while the judge
+        # works on earlier groups (decoding alone is about 16 ms a 600x600 PNG on a CPU: a second at 64)
+        self._preparing = ThreadPoolExecutor(max_workers=2, thread_name_prefix="salon-prepare")
         self.calls = 0
 
     @property
@@ -81,7 +81,7 @@ class RewardAdapter:
         samples = self.planner.plan(prompts, [completion_text(c) for c in completions], step,
                                     columns.get("row"), columns.get("subject"))
         started = self._start(samples)
-        decoded = [decoded_when_rendered(x, self._decoder) for x in started]
+        prepared = [prepared_when_rendered(x, self._preparing) for x in started]
         rollouts: list[Rollout | None] = [None] * len(samples)
         # judge_s: scoring a group (the pairwise judge, the image judges, decoding, the records);
         # pairwise_judge_s: the pairwise judge's share of it
@@ -89,8 +89,8 @@ class RewardAdapter:
         for group, results, waited in _groups_as_rendered(samples, started, self.scorer.settings.judge_as_rendered):
             timing["render_wait_s"] += waited
             tj = time.perf_counter()
-            images = [decoded[s.index].result() for s in group]
-            for sample, result, scored in zip(group, results, self.scorer.score_group(group, results, step, images)):
+            ready = [prepared[s.index].result() for s in group]
+            for sample, result, scored in zip(group, results, self.scorer.score_group(group, results, step, ready)):
                 rollouts[sample.index] = self._rollout(sample, result, scored, step)
             timing["judge_s"] += time.perf_counter() - tj
             timing["pairwise_judge_s"] += self.scorer.last_pairwise_s
@@ -178,19 +178,19 @@ def _groups_as_rendered(samples: list[Sample], started: list, partial: bool = Fa
             waited = 0.0
 
 
-def decoded_when_rendered(x: RenderResult | Future, pool: ThreadPoolExecutor) -> Future:
-    """A Future of the painting's PNG decoded (`scoring.decode`: None where there is none or it is not a
-    PNG), decoded in `pool` once the render is done; never raising."""
+def prepared_when_rendered(x: RenderResult | Future, pool: ThreadPoolExecutor) -> Future:
+    """A Future of `scoring.prepare` of the painting's PNG (decoded, and its composition), made in
+    `pool` once the render is done; never raising ((None, None) where it could not be made)."""
     if isinstance(x, RenderResult):
-        return pool.submit(decode, x.png)
+        return pool.submit(prepare, x.png)
     out: Future = Future()
 
-    def decoded(done: Future) -> None:
-        out.set_result(done.result() if done.exception() is None else None)
+    def prepared(done: Future) -> None:
+        out.set_result(done.result() if done.exception() is None else (None, None))
 
     def rendered(render: Future) -> None:
         png = render.result().png if render.exception() is None else None
-        pool.submit(decode, png).add_done_callback(decoded)
+        pool.submit(prepare, png).add_done_callback(prepared)
 
     x.add_done_callback(rendered)
     return out

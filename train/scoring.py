@@ -2,7 +2,7 @@
 
     scorer = Scorer(settings, judge=judge, references=refs, k=4, mix={"love": 0.5, "okay": 0.5})
     scored = scorer.score_group(samples, results, step)    # one Scored per sample, same order
-    scored = scorer.score_group(samples, results, step, images)   # the paintings already decoded (or None)
+    scored = scorer.score_group(samples, results, step, prepared)  # each painting's prepare(png), done earlier
 
 The completions of one prompt (a group) are judged together against one seeded reference draw,
 so their advantages reflect the paintings and not the draw. The rules, per sample:
@@ -94,23 +94,20 @@ class Scorer:
         return ["gate", "length", "judge", *self.image_judges] + (["absolute"] if self.absolute else [])
 
     def score_group(self, samples: list[Sample], results: list[RenderResult], step: int,
-                    images: list[Image.Image | None] | None = None) -> list[Scored]:
-        """`images`: each result's PNG decoded (`decode`), where the caller decoded them while others rendered."""
-        images = [decode(r.png) for r in results] if images is None else images
+                    prepared: list[tuple] | None = None) -> list[Scored]:
+        """`prepared`: each result's `prepare(png)`, where the caller made them while others rendered."""
+        prepared = [prepare(r.png) for r in results] if prepared is None else prepared
+        images = [image for image, _ in prepared]
         passed = [i for i, r in enumerate(results) if r.ok and images[i] is not None]
         draw = draw_references(self.references, self.k, self.mix, seed=group_seed(self.seed, step, samples[0].prompt))
-        present = [i for i, im in enumerate(images) if im is not None]
-        # the image judges and the coverage are numpy on the CPU: they run in threads while the pairwise
-        # judge keeps the GPU busy, instead of after it. The coverage and the built-in judges that read the
-        # paint mask come from one composition() per painting (computed three times, they took about as long
-        # as the others together, on CPUs the renderer keeps busy)
-        compositions = self._threads.submit(safe_compositions, [images[i] for i in present])
+        # the other image judges are numpy on the CPU: they run in threads while the pairwise judge keeps
+        # the GPU busy, instead of after it
         measured = {name: self._threads.submit(safe_scores, j, [images[i] for i in passed])
                     for name, j in self.image_judges.items() if type(j) not in FROM_COMPOSITION}
         t0 = time.perf_counter()
         judged, reasons = judge_safely(self.judge, [images[i] for i in passed], draw)
         self.last_pairwise_s = time.perf_counter() - t0  # the pairwise judge alone (the reward logs it beside judge_s)
-        composed = dict(zip(present, compositions.result()))
+        composed = {i: c for i, (_, c) in enumerate(prepared)}
         coverage = {i: c.coverage for i, c in composed.items() if c is not None}
         extra = {}
         for name, j in self.image_judges.items():
@@ -159,16 +156,19 @@ class Scorer:
 FROM_COMPOSITION = {CompositionJudge: lambda c: c.coverage, PaintFractionJudge: lambda c: c.paint_fraction}
 
 
-def safe_compositions(images) -> list[Composition | None]:
-    """composition() of each image, None where it raised (a missing measure, never a bad painting)."""
-    out = []
-    for im in images:
-        try:
-            out.append(composition(im))
-        except Exception as e:
-            log.warning("composition failed: %s", e)
-            out.append(None)
-    return out
+def prepare(png: bytes | None) -> tuple[Image.Image | None, Composition | None]:
+    """A painting's PNG decoded (None: none, or not a PNG) and its composition() (None where there is no
+    image or it raised: a missing measure, never a bad painting). The coverage and the built-in judges
+    that read the paint mask come from this one composition (computed three times, they took about as
+    long as the other image judges together, on CPUs the renderer keeps busy)."""
+    image = decode(png)
+    if image is None:
+        return None, None
+    try:
+        return image, composition(image)
+    except Exception as e:
+        log.warning("composition failed: %s", e)
+        return image, None
 
 
 def judge_safely(judge, images, draw) -> tuple[list, list]:
