@@ -340,6 +340,20 @@ def test_filled_attention_decodes_as_the_whole_cache(trained):
     assert (steps["filled"] - steps["whole"]).abs().max().item() < LOGPROB_TOL
 
 
+def test_the_loop_measures_the_hosts_own_time_a_step(trained):
+    """`last_host_ms_per_step` (logged as salon/generation/host_ms_per_step): positive, and within the
+    call's time a step, since it is the span of the decode steps' calls less the waits for the device."""
+    trainer, engine = trained
+    decoder = StaticDecoder(engine.policy.model, compile=False, prompt_bucket=16, attention="filled")
+    assert decoder.last_host_ms_per_step is None
+    cfg = trainer.generation_config.__class__.from_dict({**trainer.generation_config.to_dict(), "do_sample": False})
+    cfg.eos_token_id = None
+    out = decoder.generate(tokenize(PROMPTS, trainer), cfg)
+    steps = out.shape[1]
+    assert steps == MAX_NEW and decoder.last_path == "loop"
+    assert 0 < decoder.last_host_ms_per_step <= 1e3 * decoder.last_seconds / (steps - 2)
+
+
 BUCKETS_NEW = 40  # new tokens for the bucket tests: with chunks of 8, the attended length crosses 5 boundaries
 
 
