@@ -296,7 +296,24 @@ def test_config_exposes_the_generation_batch(tmp_path):
     assert len(e.value.problems) == 3
 
 
-def test_filled_attention_decodes_as_the_whole_cache(trained):
+@pytest.fixture(scope="module")
+def wide_heads(trained):
+    """A Qwen3 on the policy's vocabulary that the filled attention applies to (head dim 16, the kernel's
+    least; the trained policy's is 8), random weights, float32."""
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    from salon.train.decode_attention import filled_applies
+
+    torch.manual_seed(0)
+    vocab = trained[1].policy.model.config.vocab_size
+    model = Qwen3ForCausalLM(Qwen3Config(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                         num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                                         max_position_embeddings=4096, attn_implementation="salon_grouped_decode"))
+    assert filled_applies(model)
+    return model.eval()
+
+
+def test_filled_attention_decodes_as_the_whole_cache(trained, wide_heads):
     """grpo.generation_attention=filled against today's whole-cache attention, float32 on a CPU:
     greedy tokens identical and every decode step's log-probabilities within 1e-5, on left-padded
     prompts of which some repeat (rows that read another row's prompt positions)."""
@@ -304,13 +321,14 @@ def test_filled_attention_decodes_as_the_whole_cache(trained):
 
     from salon.train.decode_attention import DecodeSpan
 
-    trainer, engine = trained
-    model = engine.policy.model
+    trainer, _ = trained
+    model = wide_heads
     prompts = tokenize(PROMPTS * 2, trainer)
     cfg = trainer.generation_config.__class__.from_dict({**trainer.generation_config.to_dict(), "do_sample": False})
     cfg.eos_token_id = None
-    tokens = {a: StaticDecoder(model, compile=False, prompt_bucket=16, attention=a).generate(prompts, cfg)
-              for a in ("filled", "whole")}
+    decoders = {a: StaticDecoder(model, compile=False, prompt_bucket=16, attention=a) for a in ("filled", "whole")}
+    assert decoders["filled"].attention_for(len(prompts)) == "filled"  # it runs, rather than falling back
+    tokens = {a: d.generate(prompts, cfg) for a, d in decoders.items()}
     assert torch.equal(tokens["filled"], tokens["whole"]) and tokens["filled"].shape == (8, MAX_NEW)
 
     bucket = 16 * -(-max(map(len, prompts)) // 16)
@@ -338,6 +356,32 @@ def test_filled_attention_decodes_as_the_whole_cache(trained):
                 rows.append(torch.log_softmax(logits.float(), -1))
             steps[attention] = torch.stack(rows)
     assert (steps["filled"] - steps["whole"]).abs().max().item() < LOGPROB_TOL
+
+
+def test_auto_attention_reads_the_filled_positions_from_64_rows(trained, wide_heads):
+    """grpo.generation_attention=auto (the default): `filled` for a call of FILLED_FROM_ROWS rows or more
+    where it applies, `whole` below it and where it does not apply; a call runs what it picks."""
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    from salon.train.config_grpo import GRPOSettings
+    from salon.train.decode import FILLED_FROM_ROWS
+
+    trainer, engine = trained
+    assert GRPOSettings().generation_attention == "auto" and FILLED_FROM_ROWS == 64
+    decoder = StaticDecoder(wide_heads, compile=False, prompt_bucket=16)
+    assert decoder.attention == "auto"
+    assert [decoder.attention_for(n) for n in (8, 63, 64, 128)] == ["whole", "whole", "filled", "filled"]
+    assert StaticDecoder(engine.policy.model, compile=False).attention_for(64) == "whole"  # head dim 8
+    sliding = Qwen3ForCausalLM(Qwen3Config(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                                           num_attention_heads=4, num_key_value_heads=2, head_dim=4,
+                                           use_sliding_window=True, sliding_window=8, max_window_layers=1,
+                                           attn_implementation="salon_grouped_decode"))
+    assert StaticDecoder(sliding, compile=False).attention_for(64) == "whole"
+    cfg = trainer.generation_config.__class__.from_dict({**trainer.generation_config.to_dict(), "do_sample": False})
+    cfg.eos_token_id = None
+    prompts = tokenize(PROMPTS, trainer) * 16  # 64 rows: filled
+    assert torch.equal(decoder.generate(prompts, cfg),
+                       StaticDecoder(wide_heads, compile=False, prompt_bucket=16, attention="whole").generate(prompts, cfg))
 
 
 def test_the_loop_measures_the_hosts_own_time_a_step(trained):

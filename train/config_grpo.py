@@ -59,10 +59,11 @@ class GRPOSettings:
     # compiled: torch.compile the decode step (auto: on CUDA only; off: static cache only)
     generation_compile: Literal[GENERATION_COMPILE] = "auto"
     generation_prompt_bucket: Count = 256  # compiled: prompts left-padded to a multiple of this, so shapes repeat
-    # compiled: how much of the static cache a decode step's attention reads: all of it, the filled positions
-    # rounded up to a multiple of 256 (buckets: one compiled step per length), or the filled ones (filled: a
-    # Triton kernel; on an H200 faster at batch 64, slower at batch 8). salon.train.decode_attention says how.
-    generation_attention: Literal["buckets", "filled", "whole"] = "whole"
+    # compiled: how much of the static cache a decode step's attention reads: all of it (whole), the filled
+    # positions rounded up to a multiple of 256 (buckets: one compiled step per length), the filled ones (filled:
+    # a Triton kernel; on an H200 faster at batch 64, slower at batch 8), or auto (filled from 64 rows a call
+    # on, whole below: salon.train.decode.FILLED_FROM_ROWS). salon.train.decode_attention says how.
+    generation_attention: Literal["auto", "buckets", "filled", "whole"] = "auto"
     # compiled: q/k/v and gate/up of each layer as one matrix product each (salon.train.fused_linears); on an
     # H200 at 8 x 2,048 generation took 6.10-6.13 s against 6.65 unfused (results/bench_train_gpu_h200.json)
     generation_fuse_linears: bool = True

@@ -27,9 +27,10 @@ that writes and reads again 4.9 GB per step, twice the cache itself. `grouped_de
 query heads into the query length, as transformers does itself outside compile (`pack_gqa`), and
 reads the cache as it is, with two matmuls and a float32 softmax (its docstring says why not SDPA).
 Prefill (more than one query) runs transformers' SDPA path. `grpo.generation_attention` picks how
-much of the cache a decode step reads (decode_attention.py): `whole` (the default), `buckets` (the
-filled positions rounded up to a multiple of 256: one compiled step per length, each in its own
-dynamo cache) or `filled` (a Triton kernel; faster at batch 64 on an H200, slower at batch 8).
+much of the cache a decode step reads (decode_attention.py): `whole`, `buckets` (the filled
+positions rounded up to a multiple of 256: one compiled step per length, each in its own dynamo
+cache), `filled` (a Triton kernel; faster at batch 64 on an H200, slower at batch 8) or `auto` (the
+default: `filled` for calls of FILLED_FROM_ROWS rows or more, `whole` below).
 Where an option does not apply (sliding windows, ...) the decoder reads the whole cache and says
 so in the log.
 """
@@ -52,7 +53,11 @@ from salon.train.decode_attention import (ATTENTION, KEY_CHUNK, DecodeSpan, buck
                                           filled_applies, filled_decode_attention, isolates_recompiles)
 
 # grpo.generation_attention: the filled positions rounded up to a chunk, exactly the filled ones, or all of them
-ATTENTIONS = ("buckets", "filled", "whole")
+ATTENTIONS = ("auto", "buckets", "filled", "whole")
+# auto: the filled positions from this many rows a call on. Measured on an H200 at 2,048 new tokens, every 8
+# rows one prompt: at 64 rows filled 9,868 tokens/s against 8,152 for the whole cache, at 8 rows 1,740
+# against 2,384 (results/bench_generate_gpu_2048_group8_*h200.json); rows in between are not measured yet
+FILLED_FROM_ROWS = 64
 
 log = logging.getLogger(__name__)
 
@@ -164,11 +169,11 @@ class StaticDecoder:
     `compile`; prompts are left-padded to a multiple of `prompt_bucket` so shapes repeat."""
 
     def __init__(self, model, *, compile: bool, prompt_bucket: int = 256, compile_config=None,
-                 attention: str = "whole", key_chunk: int = KEY_CHUNK):
+                 attention: str = "auto", key_chunk: int = KEY_CHUNK):
         if attention not in ATTENTIONS:
             raise ConfigError([f"grpo.generation_attention={attention!r}: use {', '.join(ATTENTIONS)}"], "salon train")
         self.model, self.compile, self.prompt_bucket, self.key_chunk = model, compile, prompt_bucket, key_chunk
-        applies = {"whole": True, "filled": filled_applies(model), "buckets": buckets_applies(model)}
+        applies = {"auto": True, "whole": True, "filled": filled_applies(model), "buckets": buckets_applies(model)}
         self.attention = attention if applies[attention] else "whole"
         if self.attention != attention:
             log.info("compiled generation: attention %r does not apply to %s (sliding windows, head shapes, another "
@@ -275,23 +280,24 @@ class StaticDecoder:
         cache = self._cache(*shape)
         graphs = counters["stats"]["unique_graphs"]
         warpers = loop_warpers(cfg)
-        settings = (shape, cfg.do_sample, pad, repr([vars(w) for w in warpers or []]), self.attention)
+        attention = self.attention_for(batch)
+        settings = (shape, cfg.do_sample, pad, repr([vars(w) for w in warpers or []]), attention)
         t0 = time.perf_counter()
         out, self.last_host_ms_per_step = None, None
-        if warpers is not None and self.loop_error is None and self.attention != "whole":
+        if warpers is not None and self.loop_error is None and attention != "whole":
             try:
-                out = self._loop(ids, mask, cfg, warpers, cache, pad, prompt_ids)
+                out = self._loop(ids, mask, cfg, warpers, cache, pad, prompt_ids, attention)
             except Exception as e:  # the kernel, a compile or a capture failed: the loop as before, on the whole cache
                 if not self.compile:
                     raise
                 log.warning("compiled generation: attention %r failed (%s: %s); reading the whole cache from now on",
-                            self.attention, type(e).__name__, str(e).splitlines()[0][:300] if str(e) else "")
+                            attention, type(e).__name__, str(e).splitlines()[0][:300] if str(e) else "")
                 self.attention = "whole"
                 cache.reset()
                 mask[:, bucket:] = 0
         if out is None and warpers is not None and self.loop_error is None:
             try:
-                out = self._loop(ids, mask, cfg, warpers, cache, pad, prompt_ids)
+                out = self._loop(ids, mask, cfg, warpers, cache, pad, prompt_ids, "whole")
             except Exception as e:  # a compile or capture failure must not end a training run
                 if not self.compile:
                     raise
@@ -314,11 +320,19 @@ class StaticDecoder:
         self.compiled_for.add(settings)
         return out
 
-    def _loop(self, ids, mask, cfg, warpers, cache, pad: int, prompt_ids: list[list[int]]) -> torch.Tensor:
-        """The decode loop, each step's attention as `self.attention` says."""
+    def attention_for(self, rows: int) -> str:
+        """The attention a call of `rows` rows runs (`auto`: `filled` from FILLED_FROM_ROWS rows on, where
+        it applies)."""
+        if self.attention != "auto":
+            return self.attention
+        return "filled" if rows >= FILLED_FROM_ROWS and filled_applies(self.model) else "whole"
+
+    def _loop(self, ids, mask, cfg, warpers, cache, pad: int, prompt_ids: list[list[int]],
+              attention: str) -> torch.Tensor:
+        """The decode loop, each step's attention as `attention` says."""
         batch, bucket = ids.shape
         prompt_mask = mask[:, :bucket]
-        span = DecodeSpan.start(mask, bucket, prompt_ids) if self.attention == "filled" else None
+        span = DecodeSpan.start(mask, bucket, prompt_ids) if attention == "filled" else None
         # what each step's attention gets: the 2D mask (transformers builds SDPA's mask from it; under
         # buckets the step cuts it first), or the span itself in place of every layer's mask
         # (transformers passes a dict of masks through)
@@ -346,7 +360,7 @@ class StaticDecoder:
             step, keys = self.step, None
             if span is not None:
                 span.advance(bucket + i)
-            elif self.attention == "buckets":  # every row has bucket + i positions filled now
+            elif attention == "buckets":  # every row has bucket + i positions filled now
                 keys = bucket_keys(bucket + i, mask.shape[1], self.key_chunk)
                 step = self.keyed_step(keys, mask.shape[1])
             position = position + 1

@@ -27,7 +27,8 @@ bound (shared/reference/generation-speed.md). This engine owns that path instead
    (`grpo.generation_attention: buckets` reads the cache up to the filled positions rounded up to
    a multiple of 256, one compiled step per length; `filled` reads only the filled positions, a
    group's prompt positions from one row: on an H200 faster than the whole cache at batch 64 and
-   slower at batch 8, decode_attention.py, docs/training.md's generation engines).
+   slower at batch 8, decode_attention.py, docs/training.md's generation engines; `auto`, the
+   default, reads the filled positions in calls of 64 rows or more and the whole cache below).
    Prompts are left-padded to a multiple of `prompt_bucket` tokens, so shapes repeat across steps.
 3. Sampling is TRL's `GenerationConfig` (temperature, top-p, top-k, EOS ids, max_completion_length)
    with generate's own warpers and sampling rule (decode.py says how it is the same), on the
@@ -147,7 +148,7 @@ def cut_after_eos(completions: torch.Tensor, eos_ids: list[int]) -> list[list[in
 class CompiledGeneration:
     """TRL's `rollout_func` for `grpo.generation: compiled` (see the module doc)."""
 
-    def __init__(self, compile: str = "auto", prompt_bucket: int = 256, compile_config=None, attention: str = "whole",
+    def __init__(self, compile: str = "auto", prompt_bucket: int = 256, compile_config=None, attention: str = "auto",
                  fuse_linears: bool = True, waves: int = 1):
         if compile not in GENERATION_COMPILE:
             raise ConfigError([f"grpo.generation_compile={compile!r}: use {', '.join(GENERATION_COMPILE)}"],
