@@ -211,9 +211,8 @@ if triton is not None:
             q.stride(0), q.stride(1), key.stride(0), key.stride(1), key.stride(2),
             value.stride(0), value.stride(1), value.stride(2), mask.stride(0),
             part.stride(0), part.stride(1), part.stride(2), top.stride(0), top.stride(1),
-            scale, G=groups, GP=triton.next_power_of_2(groups) if not dot else max(16, triton.next_power_of_2(groups)),
-            D=dim, BLOCK=block, SLICE=split, IEEE=query.dtype == torch.float32, DOT=dot, num_warps=warps,
-            num_stages=stages)
+            scale, G=groups, GP=max(16 if dot else 1, triton.next_power_of_2(groups)), D=dim, BLOCK=block,
+            SLICE=split, IEEE=query.dtype == torch.float32, DOT=dot, num_warps=warps, num_stages=stages)
         out = torch.empty((batch, 1, heads, dim), dtype=query.dtype, device=query.device)
         _merge_kernel[(batch, heads)](part, top, total, out, part.stride(0), part.stride(1), part.stride(2),
                                       top.stride(0), top.stride(1), out.stride(0), out.stride(2), slices,

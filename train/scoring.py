@@ -107,8 +107,8 @@ class Scorer:
         t0 = time.perf_counter()
         judged, reasons = judge_safely(self.judge, [images[i] for i in passed], draw)
         self.last_pairwise_s = time.perf_counter() - t0  # the pairwise judge alone (the reward logs it beside judge_s)
-        composed = {i: c for i, (_, c) in enumerate(prepared)}
-        coverage = {i: c.coverage for i, c in composed.items() if c is not None}
+        composed = [c for _, c in prepared]
+        coverage = {i: c.coverage for i, c in enumerate(composed) if c is not None}
         extra = {}
         for name, j in self.image_judges.items():
             field_of = FROM_COMPOSITION.get(type(j))
