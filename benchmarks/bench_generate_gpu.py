@@ -11,15 +11,15 @@ zero, so the adapter counts). In one run, on the same model and prompts, at each
   continuous_batching  peft model + `generate_batch`, cast to bf16 as TRL casts it (grpo.generation=continuous_batching)
   compiled             salon.train.generation: merged copy, static cache, compiled decode (grpo.generation=compiled),
                        attention over the filled positions only (grpo.generation_attention=filled)
-  compiled_whole_cache the same, attention over the whole static cache (grpo.generation_attention=whole,
-                       the default)
+  compiled_whole_cache the same, attention over the whole static cache (grpo.generation_attention=whole)
   compiled_buckets     the same, attention over the filled positions rounded up to a multiple of 256
                        (grpo.generation_attention=buckets: one compiled step per length, so its first
                        call compiles about tokens / 256 graphs)
   compiled_fused, compiled_whole_cache_fused
                        compiled and compiled_whole_cache on a copy whose q/k/v and gate/up are one
-                       product each (grpo.generation_fuse_linears: the trainer's default, so
-                       compiled_whole_cache_fused is what `salon train` runs), not in the default list
+                       product each (grpo.generation_fuse_linears: the trainer's default; with
+                       grpo.generation_attention=auto, `salon train` runs compiled_whole_cache_fused
+                       below 64 rows and compiled_fused from 64), not in the default list
 Each sequence runs `--tokens` new tokens (no EOS) after a 600-token prompt, sampling on (top-p
 0.95, top-k 20); `--group N` gives N consecutive rows one prompt, as TRL hands a GRPO group to the
 engine (the default 1: every row its own prompt). `compiled` is timed on its second call (the first

@@ -57,7 +57,9 @@ the rest of it is the CPU-side image judges, decoding and the records), render_m
 slowest painting's time in its browser and in the text check), reward_s (the reward function:
 render wait, judging, the archive), logprob_s (the rest of TRL's rollout: the log-prob passes and its
 bookkeeping) and host_ms_per_step (the compiled engine's host time a decode step, its waits for the
-card left out), so what holds a step is measured, not guessed.
+card left out), and the cores busy on average while generating and while rewarding, the machine's
+(generation_cores_machine, reward_cores_machine) and the bench's own process's (PHASE_cores_trainer: the
+judge's launches, decoding the paintings), so what holds a step is measured, not guessed.
 
 `--render-paths on,off` runs each engine once per render.gpu value (the first is the one written to
 --json) and writes --render-json as {device, trl, num_generations, max_completion_length, engine,
@@ -81,6 +83,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench_generate_gpu import bound_tokens_per_s, copy_bandwidth  # benchmarks/ is on sys.path when run as a script
+from proctree import CpuWindows
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "curate" / "examples"
@@ -120,6 +123,7 @@ class Timings:
         self.prompt_tokens: dict[int, int] = {}
         self.tokens: dict[int, int] = {}
         self.rollout: dict[int, float] = {}
+        self.cores: dict[int, dict[str, float]] = {}  # step -> {PHASE_cores_KIND: cores busy on average}
 
     def install(self) -> None:
         from transformers.trainer_callback import CallbackHandler
@@ -128,6 +132,8 @@ class Timings:
         timings, begun = self, {}
         real_begin, real_end = CallbackHandler.on_step_begin, CallbackHandler.on_step_end
         real_generate, real_rollout = GRPOTrainer._generate, GRPOTrainer._generate_and_score_completions
+        real_rewards = GRPOTrainer._calculate_rewards
+        windows = CpuWindows()
 
         def on_step_begin(handler, args, state, control):
             if timings.profiled:
@@ -155,8 +161,19 @@ class Timings:
                 return out
             return wrapped
 
+        def metered(real, phase):  # where the cores went while the phase ran: is it the CPU that holds it?
+            def wrapped(trainer, *a, **kw):
+                start = windows.start()
+                out = real(trainer, *a, **kw)
+                cores = timings.cores.setdefault(trainer.state.global_step, {})
+                for kind, n in windows.cores(start).items():
+                    cores[f"{phase}_cores_{kind}"] = n
+                return out
+            return wrapped
+
         CallbackHandler.on_step_begin, CallbackHandler.on_step_end = on_step_begin, on_step_end
-        GRPOTrainer._generate = timed(real_generate, self.generation, count_tokens=True)
+        GRPOTrainer._generate = timed(metered(real_generate, "generation"), self.generation, count_tokens=True)
+        GRPOTrainer._calculate_rewards = metered(real_rewards, "reward")
         GRPOTrainer._generate_and_score_completions = timed(real_rollout, self.rollout)
 
 
@@ -264,7 +281,8 @@ def run_engine(args, engine: str, variant: list[str] | None, refs: Path, gpu_ren
                       "ocr_max_s": h.get("salon/time/ocr_max_s", float("nan")),
                       "optimisation_s": timings.step[step] - rollout, "reward_s": reward,
                       "logprob_s": rollout - generation - reward,
-                      "host_ms_per_step": h.get("salon/generation/host_ms_per_step", float("nan"))})
+                      "host_ms_per_step": h.get("salon/generation/host_ms_per_step", float("nan")),
+                      **timings.cores.get(step, {})})
     memory = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else 0.0
     # after the peak is read: the copy's 2 GiB buffers stay out of it
     bandwidth = copy_bandwidth(torch.device("cpu" if args.cpu else "cuda"))

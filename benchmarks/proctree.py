@@ -79,6 +79,33 @@ def process_kind(pid: int) -> str:
     return "driver" if head == "node" or any(b"playwright" in a for a in argv[:3]) else "other"
 
 
+def machine_busy_s() -> float:
+    """CPU seconds all of this machine's cores have been busy since boot (/proc/stat: all but idle and iowait)."""
+    user, nice, system, idle, iowait, irq, softirq, steal = (
+        int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9])
+    return (user + nice + system + irq + softirq + steal) / _TICK
+
+
+class CpuWindows:
+    """Cores busy over windows of time, from a reading at each end (no sampling thread, so nothing of the
+    meter's own runs inside the window): the whole machine's, and this process's own. Only these two: a
+    sketch's renderer lives for one document, so readings at a window's ends miss most of the tree's."""
+
+    @staticmethod
+    def _read() -> tuple[float, float, float]:
+        return time.perf_counter(), machine_busy_s(), cpu_seconds(os.getpid()) or 0.0
+
+    def start(self):
+        """A window's start (pass it to `cores`)."""
+        return self._read()
+
+    def cores(self, start) -> dict[str, float]:
+        """Cores busy on average since `start`: {"machine": ..., "trainer": this process's}."""
+        (t0, busy0, own0), (t1, busy1, own1) = start, self._read()
+        seconds = max(t1 - t0, 1e-9)
+        return {"machine": (busy1 - busy0) / seconds, "trainer": (own1 - own0) / seconds}
+
+
 class CpuMeter:
     """CPU seconds used by the tree below this process (plus this process) while active; `mark()` and
     `since(mark)` give a window of it, split by process kind."""

@@ -356,7 +356,7 @@ class StaticDecoder:
                 if not bool(unfinished.any()):
                     break
                 waited += time.perf_counter() - t
-            mask[:, bucket + i - 1] = 1  # the token fed now is attended from here on
+            mask[:, bucket + i - 1].fill_(1)  # the token fed now is attended from here on (fill_: no host copy)
             step, keys = self.step, None
             if span is not None:
                 span.advance(bucket + i)

@@ -58,9 +58,11 @@ except ImportError:  # no Triton: the reference path only (a CPU-only torch buil
 
 ATTENTION = "salon_grouped_decode"  # the merged copy's attention (decode.grouped_decode_attention)
 KEY_CHUNK = 256  # buckets: the positions a step attends, rounded up to a multiple of this
-BLOCK_N = 64  # positions per inner step of a program
+# The tiling: the fastest exact one of 72 in benchmarks/probe_filled_attention.py on an H200 at 64 rows
+# (results/probe_filled_attention_h200.json: 281 against 296 us a layer for 1,024 + 2,048 new tokens)
+BLOCK_N = 128  # positions per inner step of a program
 SPLIT = 256  # positions per program (a multiple of BLOCK_N): more programs for short caches
-NUM_WARPS, NUM_STAGES = 4, 3  # the slice kernel's warps per program and software-pipelining depth
+NUM_WARPS, NUM_STAGES = 4, 2  # the slice kernel's warps per program and software-pipelining depth
 DOT = True  # the slice kernel's products on the tensor cores (tl.dot), or as multiply-adds
 
 
@@ -83,7 +85,9 @@ class DecodeSpan:
         return cls(mask, bounds, torch.tensor(rows, dtype=torch.int32, device=mask.device))
 
     def advance(self, end: int) -> None:
-        self.bounds[1] = end
+        # fill_, not `bounds[1] = end`: that copies a host scalar into the card's tensor, which waits for
+        # the card, and once a step it kept the host from queueing the next step ahead
+        self.bounds[1:2].fill_(end)
 
     @property
     def shared_rows(self) -> int:
