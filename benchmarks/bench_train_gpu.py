@@ -54,7 +54,8 @@ left out) of:
   peak_memory_gib torch.cuda.max_memory_allocated over the engine's run (0 on a CPU)
 The printout (and `--steps-json`) adds, per step, pairwise_judge_s (judge_s's pairwise judge alone:
 the rest of it is the CPU-side image judges, decoding and the records), render_max_s and ocr_max_s (the
-slowest painting's time in its browser and in the text check), reward_s (the reward function:
+slowest painting's time in its browser and in the text check), render_mean_s and ocr_mean_s (their
+means over the step's paintings), reward_s (the reward function:
 render wait, judging, the archive), logprob_s (the rest of TRL's rollout: the log-prob passes and its
 bookkeeping) and host_ms_per_step (the compiled engine's host time a decode step, its waits for the
 card left out), and the cores busy on average while generating and while rewarding, the machine's
@@ -279,6 +280,8 @@ def run_engine(args, engine: str, variant: list[str] | None, refs: Path, gpu_ren
                       "pairwise_judge_s": h.get("salon/time/pairwise_judge_s", float("nan")),
                       "render_max_s": h.get("salon/time/render_max_s", float("nan")),
                       "ocr_max_s": h.get("salon/time/ocr_max_s", float("nan")),
+                      "render_mean_s": h.get("salon/time/render_mean_s", float("nan")),
+                      "ocr_mean_s": h.get("salon/time/ocr_mean_s", float("nan")),
                       "optimisation_s": timings.step[step] - rollout, "reward_s": reward,
                       "logprob_s": rollout - generation - reward,
                       "host_ms_per_step": h.get("salon/generation/host_ms_per_step", float("nan")),

@@ -109,3 +109,83 @@ def test_trainer_cores_are_refused_where_no_local_worker_runs():
     assert "render.trainer_cores=2 places the local backend's workers only" in str(e.value)
     with pytest.raises(ConfigError):
         RenderSettings(trainer_cores=-1)
+
+
+def test_requests_wait_here_until_a_worker_has_a_free_slot():
+    """Two workers of one browser each: two sketches render at once, the other two wait in the pool
+    (not in a worker's queue) and still come out."""
+    from salon.curate.sandbox.render import RenderConfig
+    from salon.train.render_workers import RenderPool
+
+    codes = [(EXAMPLES / f"{name}.js").read_text() for name in
+             ("hibiscus_01_sketch", "still_02_teacup", "koi_01_pond", "hibiscus_01_sketch")]
+    with RenderPool(RenderConfig(browsers=1, timeout_s=60), workers=2) as pool:
+        futures = [pool.submit(code, 0) for code in codes]
+        in_flight = [len(w.pending) for w in pool._workers]
+        waiting = len(pool._waiting)
+        results = [f.result(timeout=300) for f in futures]
+        assert not pool._waiting and all(not w.pending for w in pool._workers)
+    assert in_flight == [1, 1] and waiting == 2
+    assert all(r.ok for r in results), [r.violations for r in results]
+
+
+class _StandIn:
+    """A worker as the pool sees one (free slots, pending answers), answered by the test."""
+
+    def __init__(self, pool, slots: int):
+        self.pool, self.slots, self.pending, self.alive, self.failed = pool, slots, {}, True, None
+        self.given: list[int] = []
+
+    @property
+    def free(self) -> int:
+        return self.slots - len(self.pending) if self.alive else 0
+
+    def submit(self, rid, code, seed, timeout_s, fut):
+        self.pending[rid] = fut
+        self.given.append(seed)
+
+    def answer(self):
+        from salon.curate.sandbox.render import RenderResult
+
+        rid = min(self.pending)
+        self.pending.pop(rid).set_result(RenderResult(ok=True))
+        self.pool._hand_out()
+
+    def close(self, wait_s=0):
+        self.alive = False
+
+
+def test_a_worker_that_answers_takes_the_next_request_while_another_is_still_busy():
+    """Bound late: the worker on a heavy painting keeps it; the one that answers takes what waits, and a
+    worker with more free slots is served first."""
+    from salon.train.render_workers import RenderPool
+
+    pool = RenderPool(workers=2)
+    heavy, light = _StandIn(pool, 1), _StandIn(pool, 2)
+    pool._workers = [heavy, light]
+    futures = [pool.submit("code", seed) for seed in range(6)]
+    assert light.given == [0, 2] and heavy.given == [1]  # the most free slots first, then in turns
+    for _ in range(3):
+        light.answer()
+    assert light.given == [0, 2, 3, 4, 5] and heavy.given == [1] and not pool._waiting
+    assert [f.done() for f in futures] == [True, False, True, True, False, False]
+    heavy.answer()
+    light.answer()
+    light.answer()
+    assert all(f.done() for f in futures)
+
+
+def test_what_waits_fails_as_unavailable_when_no_worker_is_left():
+    from salon.train.render_workers import RenderPool
+
+    pool = RenderPool(workers=1)
+    only = _StandIn(pool, 1)
+    pool._workers = [only]
+    first, second = pool.submit("code", 0), pool.submit("code", 1)
+    only.alive, only.failed = False, "render worker exited (code -9)"
+    pool._hand_out()
+    result = second.result(timeout=1)
+    assert result.unavailable
+    assert result.js_errors == ["render_unavailable: no render worker alive (render worker exited (code -9))"]
+    assert not first.done()  # the worker's own answer (or its failure) resolves what it holds
+    pool._workers = []

@@ -269,6 +269,8 @@ def test_judge_as_rendered_gives_the_rewards_of_whole_groups(tiny, render_pool, 
         assert metrics["salon/none"] == 0 and "salon/time/pairwise_judge_s" in metrics
         # the slowest painting in its browser, and in the text check (OCR reads every painting that passed)
         assert metrics["salon/time/render_max_s"] > 0 and metrics["salon/time/ocr_max_s"] > 0
+        for part in ("render", "ocr"):  # and their means, at most the slowest
+            assert 0 < metrics[f"salon/time/{part}_mean_s"] <= metrics[f"salon/time/{part}_max_s"]
     assert got[True] == pytest.approx(got[False], abs=1e-5)
     assert got[True][2] == got[True][5] == -0.25 and all(r > 0 for r in (got[True][0], got[True][3]))
 

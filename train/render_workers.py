@@ -24,6 +24,7 @@ import os
 import queue
 import threading
 import time
+from collections import deque
 from concurrent.futures import Future
 
 from salon.curate.sandbox.render import RenderConfig, RenderResult
@@ -78,7 +79,7 @@ def _worker_main(config: RenderConfig, requests, results, parent: int, cores: fr
 
         loop.add_signal_handler(signal.SIGTERM, inbox.put_nowait, _ORPHANED)
         async with Renderer(config) as renderer:
-            results.put(("ready", None))
+            results.put(("ready", renderer.browsers * renderer.pages))  # its sketches in flight at once
             threading.Thread(target=read_requests, daemon=True, name="salon-render-requests").start()
             threading.Thread(target=watch_parent, daemon=True, name="salon-render-parent").start()
 
@@ -111,7 +112,11 @@ def _worker_main(config: RenderConfig, requests, results, parent: int, cores: fr
 
 
 class _Worker:
-    def __init__(self, ctx, config: RenderConfig, on_result, cores: frozenset[int] | None = None):
+    """One worker process and what it was handed: `pending` (request id -> future) until each answer
+    comes back; `on_change` runs after every answer and when the worker fails, so the pool can hand
+    it (or another) the next request."""
+
+    def __init__(self, ctx, config: RenderConfig, on_result, on_change, cores: frozenset[int] | None = None):
         self.requests = ctx.Queue()
         self.results = ctx.Queue()
         self.process = ctx.Process(target=_worker_main, args=(config, self.requests, self.results, os.getpid(), cores),
@@ -120,7 +125,8 @@ class _Worker:
         self.pending: dict[int, Future] = {}
         self.lock = threading.Lock()
         self.failed: str | None = None
-        self._on_result = on_result
+        self.slots = 1  # sketches it renders at once: its browsers x pages, once it says it is ready
+        self._on_result, self._on_change = on_result, on_change
         self.reader = threading.Thread(target=self._read, daemon=True, name="salon-render-reader")
         self.reader.start()
 
@@ -137,6 +143,8 @@ class _Worker:
                 self._fail_all("render worker queue closed")
                 return
             if rid == "ready":
+                self.slots = max(1, int(payload))
+                self._on_change()
                 continue
             if rid == "failed":
                 self._fail_all(f"render worker could not start: {payload}")
@@ -145,6 +153,7 @@ class _Worker:
                 fut = self.pending.pop(rid, None)
             if fut is not None and resolve(fut, payload):
                 self._on_result(payload)
+            self._on_change()
 
     def _fail_all(self, reason: str) -> None:
         self.failed = reason
@@ -152,10 +161,16 @@ class _Worker:
             pending, self.pending = self.pending, {}
         for fut in pending.values():
             resolve(fut, RenderResult.infra(f"render_unavailable: {reason}"))
+        self._on_change()
 
     @property
     def alive(self) -> bool:
         return self.failed is None and self.process.is_alive()
+
+    @property
+    def free(self) -> int:
+        """Requests it can start now (0 when it is down)."""
+        return self.slots - len(self.pending) if self.alive else 0
 
     def submit(self, rid: int, code, seed: int, timeout_s: float | None, fut: Future) -> None:
         with self.lock:
@@ -175,8 +190,11 @@ class _Worker:
 
 
 class RenderPool:
-    """`workers` processes, each with a Renderer of `config`; requests go round-robin. With
-    `trainer_cores` N, the workers and their browsers run on this process's CPUs but its first N,
+    """`workers` processes, each with a Renderer of `config`. Requests wait here and go, one at a time,
+    to the worker with the most free slots (browsers x pages) whenever one has a slot: bound late, so a
+    worker that drew light paintings takes more of them while another is still on a heavy one (handed
+    out in turns at submission, 64 paintings on 4 workers wait for the worker whose 16 are heaviest).
+    With `trainer_cores` N, the workers and their browsers run on this process's CPUs but its first N,
     which the trainer keeps: where Chromium would take every core, the judge's pre-processing and
     kernel launches wait for one (the pairwise judge ran 1.30-1.49 s per 64 comparisons beside 16
     busy browsers on an H200's 16 cores, 1.17-1.2 s alone)."""
@@ -190,9 +208,9 @@ class RenderPool:
         self.deadline_s = deadline_s or 4 * self.config.timeout_s + 60
         self._ctx = mp.get_context("spawn")  # never fork a process that holds CUDA or torch threads
         self._workers: list[_Worker] = []
+        self._waiting: deque = deque()  # (request id, code, seed, timeout_s, future) no worker has yet
         self._ids = itertools.count()
-        self._next = itertools.cycle(range(self.n))
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a worker's answer hands out the next request under it
         self.rendered = 0
         self.unavailable = 0
 
@@ -209,31 +227,62 @@ class RenderPool:
                 self._workers = [self._spawn() for _ in range(self.n)]
 
     def _spawn(self) -> _Worker:
-        return _Worker(self._ctx, self.config, self._count, self.cores)
+        return _Worker(self._ctx, self.config, self._count, self._hand_out, self.cores)
 
     def _count(self, result: RenderResult) -> None:
         self.rendered += 1
         self.unavailable += bool(result.unavailable)
 
     def submit(self, code: str | None, seed: int = 0, timeout_s: float | None = None) -> Future:
-        """Start rendering now; the future resolves to a RenderResult (infra on any failure)."""
+        """Start rendering as soon as a worker has a slot; the future resolves to a RenderResult (infra on
+        any failure)."""
         self.start()
         fut: Future = Future()
+        watchdog(fut, self.deadline_s)  # from now: waiting here counts against the deadline too
         with self._lock:
-            slot = next(self._next)
-            worker = self._workers[slot]
+            self._restart_dead()
+            self._waiting.append((next(self._ids), code, seed, timeout_s, fut))
+        self._hand_out()
+        return fut
+
+    def _restart_dead(self) -> None:
+        """On a submit, never from a failure itself: a worker that cannot start is not respawned in a loop."""
+        for slot, worker in enumerate(self._workers):
             if not worker.alive:
                 log.warning("render worker %d is down (%s): restarting it", slot, worker.failed)
                 worker.close(1)
-                worker = self._workers[slot] = self._spawn()
-            rid = next(self._ids)
-        worker.submit(rid, code, seed, timeout_s, fut)
-        watchdog(fut, self.deadline_s)
-        return fut
+                self._workers[slot] = self._spawn()
+
+    def _hand_out(self) -> None:
+        """Each waiting request to the worker with the most free slots, while one has a slot; with no
+        worker alive, what waits fails (infra) rather than waiting out its deadline."""
+        with self._lock:
+            while self._waiting:
+                rid, code, seed, timeout_s, fut = self._waiting[0]
+                if fut.done():  # the deadline came first
+                    self._waiting.popleft()
+                    continue
+                if not any(w.alive for w in self._workers):
+                    if not self._workers:
+                        return  # closed: close() answers what waits
+                    reasons = sorted({w.failed or "exited" for w in self._workers})
+                    for *_, waiting in self._waiting:
+                        resolve(waiting, RenderResult.infra(f"render_unavailable: no render worker alive "
+                                                            f"({'; '.join(reasons)})"))
+                    self._waiting.clear()
+                    return
+                worker = max(self._workers, key=lambda w: w.free)
+                if worker.free <= 0:
+                    return  # the next answer hands out the next request
+                self._waiting.popleft()
+                worker.submit(rid, code, seed, timeout_s, fut)
 
     def close(self) -> None:
         with self._lock:
             workers, self._workers = self._workers, []
+            waiting, self._waiting = self._waiting, deque()
+        for *_, fut in waiting:
+            resolve(fut, RenderResult.infra("render_unavailable: render pool closed"))
         for w in workers:
             w.close()
 

@@ -95,10 +95,13 @@ class RewardAdapter:
             timing["judge_s"] += time.perf_counter() - tj
             timing["pairwise_judge_s"] += self.scorer.last_pairwise_s
         timing["reward_s"] = time.perf_counter() - t0
-        # the slowest painting's time in its browser and its text check: what a group waits for at least
+        # the slowest painting's time in its browser and its text check (what a group waits for at least),
+        # and the mean (against the reward's time: how busy the browsers were)
         rendered = [_result(x) for x in started]
-        timing["render_max_s"] = max((r.render_ms or 0 for r in rendered), default=0) / 1000
-        timing["ocr_max_s"] = max((r.ocr_ms or 0 for r in rendered), default=0) / 1000
+        for key, ms in (("render", [r.render_ms for r in rendered if r.render_ms]),
+                        ("ocr", [r.ocr_ms for r in rendered if r.ocr_ms])):
+            timing[f"{key}_max_s"] = max(ms, default=0) / 1000
+            timing[f"{key}_mean_s"] = sum(ms) / len(ms) / 1000 if ms else 0.0
         self.recorder.record(rollouts, step, log_metric, timing)
         return [r.reward for r in rollouts]
 
