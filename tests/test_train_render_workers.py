@@ -112,20 +112,20 @@ def test_trainer_cores_are_refused_where_no_local_worker_runs():
 
 
 def test_requests_wait_here_until_a_worker_has_a_free_slot():
-    """Two workers of one browser each: two sketches render at once, the other two wait in the pool
-    (not in a worker's queue) and still come out."""
+    """Two workers of one browser each: each holds two sketches (one drawing, one to draw while the
+    first is read), the other two wait in the pool (not in a worker's queue), and all come out."""
     from salon.curate.sandbox.render import RenderConfig
     from salon.train.render_workers import RenderPool
 
     codes = [(EXAMPLES / f"{name}.js").read_text() for name in
-             ("hibiscus_01_sketch", "still_02_teacup", "koi_01_pond", "hibiscus_01_sketch")]
+             ("hibiscus_01_sketch", "still_02_teacup", "koi_01_pond") * 2]
     with RenderPool(RenderConfig(browsers=1, timeout_s=60), workers=2) as pool:
         futures = [pool.submit(code, 0) for code in codes]
         in_flight = [len(w.pending) for w in pool._workers]
         waiting = len(pool._waiting)
         results = [f.result(timeout=300) for f in futures]
         assert not pool._waiting and all(not w.pending for w in pool._workers)
-    assert in_flight == [1, 1] and waiting == 2
+    assert in_flight == [2, 2] and waiting == 2
     assert all(r.ok for r in results), [r.violations for r in results]
 
 

@@ -19,8 +19,8 @@ process. Pages are pre-warmed (p5 and p5.brush already parsed: the browser runs 
 scripts in each new document, given once per page) while other sketches render, so a sketch's
 time is its own; every request except the empty document and the sketch, each served once, is
 refused and reported; the guard's violations and its "done" arrive over a binding the sketch
-cannot reach (pages.py), and the painting is then read in an isolated world (capture.py) and by
-OCR (ocr.py). A sketch never raises: bad code gets violation codes (gate.py); a renderer that
+cannot reach (pages.py), and the painting is then read in an isolated world (capture.py) and, once
+the browser has been let go for its next sketch, by OCR (ocr.py). A sketch never raises: bad code gets violation codes (gate.py); a renderer that
 dies under it is retried once in a fresh browser, and a browser that fails a known-good sketch
 too gets `render_unavailable`.
 """
@@ -35,7 +35,7 @@ from typing import Annotated, Literal
 
 from salon.curate.sandbox import gate, ocr
 from salon.curate.sandbox.assets import page_assets
-from salon.curate.sandbox.capture import read_painting
+from salon.curate.sandbox.capture import Painting, read_painting
 from salon.curate.sandbox.chromium import BASE_CHROMIUM_ARGS, find_chromium
 from salon.curate.sandbox.gpu import GPU_FLAG_SETS, GPU_MODES, GLPath, choose_gl_path
 from salon.curate.sandbox.gpu_watch import WATCH_EVERY_S
@@ -144,6 +144,21 @@ class RenderResult:
         return cls(ok=False, unavailable=True, render_ms=render_ms, js_errors=[reason])
 
 
+@dataclass
+class Drawn:
+    """What a browser gave for one sketch, before the image is read (its paint fraction, the text
+    check): `Renderer.read_drawn` makes the RenderResult once the browser is free for the next sketch."""
+    png: bytes | None
+    painting: Painting | None
+    static: list[str]
+    reported: list[tuple[str, str]]  # (violation code, detail) as the page and the watch reported them
+    network: list[str]
+    status: str
+    js_errors: list[str]
+    render_ms: int
+    gl: str
+
+
 class Renderer:
     """Renders sketches concurrently on long-lived browsers. Use as an async context manager."""
 
@@ -232,29 +247,37 @@ class Renderer:
         if static and not self.config.render_rejects:
             return RenderResult(ok=False, violations=static, render_ms=_ms(t0))
         timeout_s = timeout_s or self.config.timeout_s
+        # the browser is held while it draws; the image is read (paint fraction, OCR) after it is let go,
+        # so the next sketch draws meanwhile
         async with self._capacity:
             try:
                 browser = await self._browser_for_next()
             except Exception as e:
                 return RenderResult.infra(f"render_unavailable: browser could not start: {e}", _ms(t0))
-            first, crashed = await self._render_counted(browser, code, seed, static, timeout_s)
-            if not crashed:
-                return first
-            # The renderer or the browser died under the sketch: once more, alone in a fresh browser.
-            again, crashed = await self._in_fresh_browser(code, seed, static, timeout_s)
-            if not crashed:
-                return again
-            # Twice: the sketch's doing, unless a known-good sketch cannot render there either.
-            probe, _ = await self._in_fresh_browser(PROBE_SKETCH, 0, [], timeout_s)
-            if not probe.ok:
-                return RenderResult.infra("render_unavailable: the browser died under this sketch twice and failed "
-                                          f"a known-good sketch too: {(probe.js_errors or [''])[0]}", _ms(t0))
-            return RenderResult(ok=False, violations=gate.verdict(static, ["runtime_error"], None), render_ms=_ms(t0),
-                                js_errors=again.js_errors, gl=again.gl or first.gl, details=[
-                                    "runtime_error: the sketch's renderer died twice, in two browsers, while a known-good "
-                                    f"sketch renders (out of memory, or a crash it causes): {(again.js_errors or [''])[0]}"])
+            drawn, crashed = await self._render_counted(browser, code, seed, static, timeout_s)
+            if crashed:
+                drawn = await self._after_crash(drawn, code, seed, static, timeout_s, t0)
+        return await self.read_drawn(drawn)
 
-    async def _render_counted(self, browser: SandboxBrowser, code, seed, static, timeout_s) -> tuple[RenderResult, bool]:
+    async def _after_crash(self, first: Drawn | RenderResult, code, seed, static, timeout_s,
+                           t0: float) -> Drawn | RenderResult:
+        """The renderer or the browser died under the sketch: once more, alone in a fresh browser."""
+        again, crashed = await self._in_fresh_browser(code, seed, static, timeout_s)
+        if not crashed:
+            return again
+        # Twice: the sketch's doing, unless a known-good sketch cannot render there either.
+        probe, _ = await self._in_fresh_browser(PROBE_SKETCH, 0, [], timeout_s)
+        probe = await self.read_drawn(probe)
+        if not probe.ok:
+            return RenderResult.infra("render_unavailable: the browser died under this sketch twice and failed "
+                                      f"a known-good sketch too: {(probe.js_errors or [''])[0]}", _ms(t0))
+        return RenderResult(ok=False, violations=gate.verdict(static, ["runtime_error"], None), render_ms=_ms(t0),
+                            js_errors=again.js_errors, gl=again.gl or first.gl, details=[
+                                "runtime_error: the sketch's renderer died twice, in two browsers, while a known-good "
+                                f"sketch renders (out of memory, or a crash it causes): {(again.js_errors or [''])[0]}"])
+
+    async def _render_counted(self, browser: SandboxBrowser, code, seed, static,
+                              timeout_s) -> tuple[Drawn | RenderResult, bool]:
         browser.inflight += 1
         try:
             return await self._render_on(browser, code, seed, static, timeout_s)
@@ -262,7 +285,7 @@ class Renderer:
             browser.inflight -= 1
             browser.renders += 1
 
-    async def _in_fresh_browser(self, code, seed, static, timeout_s) -> tuple[RenderResult, bool]:
+    async def _in_fresh_browser(self, code, seed, static, timeout_s) -> tuple[Drawn | RenderResult, bool]:
         """A render on a browser of its own, started for it and closed after (a crash retry)."""
         fresh = SandboxBrowser(self)
         try:
@@ -274,8 +297,9 @@ class Renderer:
             await fresh.close()
 
     async def _render_on(self, browser: SandboxBrowser, code: str, seed: int, static: list[str],
-                         timeout_s: float) -> tuple[RenderResult, bool]:
-        """The sketch's result on this browser, and whether its renderer or the browser died under it."""
+                         timeout_s: float) -> tuple[Drawn | RenderResult, bool]:
+        """What this browser drew for the sketch (a RenderResult where the browser itself failed), and
+        whether its renderer or the browser died under it."""
         try:
             sp = await browser.take()
         except Exception as e:  # the browser died before the sketch began: rendered again in a fresh one
@@ -319,25 +343,33 @@ class Renderer:
         clean = status == "ok" and png and not reported and not network and not static and not sp.crashed
         if not browser.reuse(sp, clean) and not await sp.close():
             browser.dead = True  # a page that will not close means a wedged browser: replace it
-        fraction = await asyncio.to_thread(paint_fraction, png) if png else None
-        runtime = [code for code, _ in reported] + [d.split(":")[0] for d in network]
-        if painting and not painting.webgl or any("WEBGL" in e for e in errors):
+        return Drawn(png, painting, static, reported, network, status, errors, render_ms, browser.r.gl.name), sp.crashed
+
+    async def read_drawn(self, drawn: Drawn | RenderResult) -> RenderResult:
+        """The verdict on what a browser drew: the page's report, the paint fraction and the text check
+        (a RenderResult, where the browser itself failed, as it is)."""
+        if isinstance(drawn, RenderResult):
+            return drawn
+        d = drawn
+        fraction = await asyncio.to_thread(paint_fraction, d.png) if d.png else None
+        runtime = [code for code, _ in d.reported] + [n.split(":")[0] for n in d.network]
+        if d.painting and not d.painting.webgl or any("WEBGL" in e for e in d.js_errors):
             runtime.append("not_webgl")
-        violations = gate.verdict(static, runtime, fraction)
+        violations = gate.verdict(d.static, runtime, fraction)
         words, ocr_ms = [], None
-        if png is not None and not violations and self.config.text_check == "ocr":
-            words, ocr_ms = await asyncio.to_thread(ocr.words, png)
+        if d.png is not None and not violations and self.config.text_check == "ocr":
+            words, ocr_ms = await asyncio.to_thread(ocr.words, d.png)
             if words:
                 violations = ["text_label"]  # the only one: there were none before the reading
-        no_image = png is None and status == "ok" and not violations
+        no_image = d.png is None and d.status == "ok" and not violations
         if no_image:  # finished, and nothing to judge: the sketch emptied, shrank or lost its canvas
             violations = ["blank_canvas"]
         return RenderResult(
-            ok=not violations and png is not None, violations=violations, paint_fraction=fraction,
-            render_ms=render_ms, js_errors=errors, png=png,
-            details=[detail for _, detail in reported] + network + [f"text_label: {w.describe()}" for w in words]
-            + ([f"blank_canvas: {painting.problem if painting else 'no painting'}"] if no_image else []),
-            gl=browser.r.gl.name, ocr_ms=ocr_ms), sp.crashed
+            ok=not violations and d.png is not None, violations=violations, paint_fraction=fraction,
+            render_ms=d.render_ms, js_errors=d.js_errors, png=d.png,
+            details=[detail for _, detail in d.reported] + d.network + [f"text_label: {w.describe()}" for w in words]
+            + ([f"blank_canvas: {d.painting.problem if d.painting else 'no painting'}"] if no_image else []),
+            gl=d.gl, ocr_ms=ocr_ms)
 
     async def _watch_gpu(self, browser: SandboxBrowser, sp: SandboxPage, limit_mb: int) -> None:
         """Kill the page when the browser's GPU process grows past limit_mb during its sketch."""
