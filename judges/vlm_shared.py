@@ -157,16 +157,17 @@ class SharedRunner:
     def encode(self, pixel_values: list[torch.Tensor], grids: list[torch.Tensor]) -> list[Encoded]:
         """Vision tower over several images at once (one call; images are independent inside it)."""
         pv = torch.cat(pixel_values).to(self.device, self.visual.dtype)
-        thw = torch.cat(grids).to(self.device)
+        host_thw = torch.cat(grids).cpu()  # sizes and grids read here, not from the card (no wait for it)
+        thw = to_device(host_thw, self.device)
         out = self.model.model.get_image_features(pv, thw, return_dict=True)
-        sizes = (thw.prod(-1) // self.merge**2).tolist()
+        sizes = (host_thw.prod(-1) // self.merge**2).tolist()
         embeds = _per_image(getattr(out, "pooler_output", out), sizes)
         # Qwen3-VL's deepstack features come back split per image from transformers 5.24 on, and as
         # one tensor per layer (all images' tokens concatenated) before: split them the same way
         deep = [_per_image(layer, sizes) for layer in getattr(out, "deepstack_features", None) or []]
         result = []
         for i, e in enumerate(embeds):
-            t, h, w = (int(x) for x in thw[i])
+            t, h, w = (int(x) for x in host_thw[i])
             ds = [layer[i] for layer in deep] if deep else None
             result.append(Encoded(e, (t, h // self.merge, w // self.merge), ds))
         return result
@@ -201,11 +202,13 @@ class SharedRunner:
         deep = None
         if deep_rows and self.deepstack:
             deep = [torch.cat([r[k] for r in deep_rows]).to(embeds.dtype) for k in range(len(deep_rows[0]))]
-        return embeds, mask, positions.to(self.device), visual, deep, lengths, ends
+        return embeds, mask, to_device(positions, self.device), visual, deep, lengths, ends
 
-    def _lm(self, embeds, mask, positions, visual, deep, cache):
+    def _lm(self, embeds, mask, positions, visual, deep, cache, padded: bool):
+        """`padded`: whether any row has a masked position (known on the host: asking the mask would wait
+        for the card)."""
         kwargs = {"inputs_embeds": embeds, "position_ids": positions, "use_cache": True, self.cache_kw: cache,
-                  "attention_mask": None if bool(mask.all()) else mask}
+                  "attention_mask": mask if padded else None}
         if deep is not None:
             kwargs.update(visual_pos_masks=visual, deepstack_visual_embeds=deep)
         return self.lm(**kwargs).last_hidden_state
@@ -232,7 +235,7 @@ class SharedRunner:
                     for a in chunk]
             embeds, mask, positions, visual, deep, lengths, ends = self._embed_rows(rows)
             cache = DynamicCache()
-            self._lm(embeds, mask, positions, visual, deep, cache)
+            self._lm(embeds, mask, positions, visual, deep, cache, padded=min(lengths) < max(lengths))
             kv = [(layer.keys, layer.values) for layer in cache.layers]
             for i, a in enumerate(chunk):
                 n = lengths[i]
@@ -245,8 +248,10 @@ class SharedRunner:
         pre_kv = [prefix[a][0] for a in firsts]
         pre_mask = [prefix[a][1] for a in firsts]
         pre_end = [prefix[a][2] for a in firsts]
-        # 2. suffixes T1 + IMAGE(second) + T2 on the gathered prefix caches
-        probs = [0.0] * len(comparisons)
+        # 2. suffixes T1 + IMAGE(second) + T2 on the gathered prefix caches; nothing here waits for the
+        #    card until the last chunk is queued (the answers are read once, at the end), so the host
+        #    builds a chunk while the card computes the one before
+        chunk_probs, chunk_order = [], []
         order = list(range(len(comparisons)))
         suffix_len = len(plan.t1) + len(plan.t2)
         for chunk in _chunks(order, lambda c: suffix_len + encoded[comparisons[c][1]].embeds.shape[0]
@@ -266,13 +271,25 @@ class SharedRunner:
                 kv_rows.append((torch.stack(ks), torch.stack(vs)))
             prefix_mask = torch.stack([_pad_to(pre_mask[p], width, dim=0) for p in pre])
             full_mask = torch.cat([prefix_mask, mask], dim=1)
-            hidden = self._lm(embeds, full_mask, positions, visual, deep, DynamicCache(kv_rows))
-            last = hidden[torch.arange(len(chunk), device=hidden.device), torch.tensor(lengths) - 1]
+            padded = min(pre_mask[p].shape[0] for p in pre) < width or min(lengths) < max(lengths)
+            hidden = self._lm(embeds, full_mask, positions, visual, deep, DynamicCache(kv_rows), padded)
+            last = hidden[torch.arange(len(chunk), device=hidden.device),
+                          to_device(torch.tensor(lengths) - 1, hidden.device)]
             logits = last.float() @ self.head.T
-            p = torch.softmax(logits, dim=-1)[:, 0].tolist()
-            for c, value in zip(chunk, p):
-                probs[c] = value
+            chunk_probs.append(torch.softmax(logits, dim=-1)[:, 0])
+            chunk_order += chunk
+        probs = [0.0] * len(comparisons)
+        for c, value in zip(chunk_order, torch.cat(chunk_probs).tolist() if chunk_probs else []):
+            probs[c] = value
         return probs
+
+
+def to_device(t: torch.Tensor, device) -> torch.Tensor:
+    """A host tensor on `device`. To a GPU through pinned memory, asynchronously: a copy from ordinary
+    host memory waits for the work queued on the card first, so the host could not run ahead of it."""
+    if torch.device(device).type != "cuda":
+        return t.to(device)
+    return t.pin_memory().to(device, non_blocking=True)
 
 
 def _per_image(features, sizes: list[int]) -> list[torch.Tensor]:
