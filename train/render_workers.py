@@ -192,9 +192,10 @@ class _Worker:
 
 class RenderPool:
     """`workers` processes, each with a Renderer of `config`. Requests wait here and go, one at a time,
-    to the worker with the most free slots (two per browser x page) whenever one has a slot: bound late, so a
-    worker that drew light paintings takes more of them while another is still on a heavy one (handed
-    out in turns at submission, 64 paintings on 4 workers wait for the worker whose 16 are heaviest).
+    to the worker with the most free slots (two per browser x page) whenever one has a slot: bound
+    late, so a worker that drew light paintings takes more of them while another is still on a heavy
+    one (handed out in turns at submission, 64 paintings on 4 workers wait for the worker whose 16 are
+    heaviest).
     With `trainer_cores` N, the workers and their browsers run on this process's CPUs but its first N,
     which the trainer keeps: where Chromium would take every core, the judge's pre-processing and
     kernel launches wait for one (the pairwise judge ran 1.30-1.49 s per 64 comparisons beside 16
@@ -251,8 +252,8 @@ class RenderPool:
         for slot, worker in enumerate(self._workers):
             if not worker.alive:
                 log.warning("render worker %d is down (%s): restarting it", slot, worker.failed)
+                self._workers[slot] = self._spawn()  # first: what closing the old one fails over goes here
                 worker.close(1)
-                self._workers[slot] = self._spawn()
 
     def _hand_out(self) -> None:
         """Each waiting request to the worker with the most free slots, while one has a slot; with no
