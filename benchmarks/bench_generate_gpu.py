@@ -87,7 +87,7 @@ def lora_policy(folder: str, device, dtype):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    base = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, device_map=device.type).eval()
+    base = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, device_map=device.type, use_kernels=False).eval()
     weight_bytes = sum(p.numel() * p.element_size() for p in base.parameters())
     model = get_peft_model(base, LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM"))
     gen = torch.Generator(device=device).manual_seed(0)

@@ -94,7 +94,8 @@ def main(argv=None) -> int:
 
     weights = {}
     before = memory(device)
-    base = AutoModelForCausalLM.from_pretrained(folders["policy"], dtype=dtype, attn_implementation="sdpa").to(device)
+    base = AutoModelForCausalLM.from_pretrained(folders["policy"], dtype=dtype, attn_implementation="sdpa",
+                                                use_kernels=False).to(device)
     (getattr(base, "activation_checkpointing_enable", None) or base.gradient_checkpointing_enable)()  # renamed in 5.x
     base.enable_input_require_grads()
     policy = get_peft_model(base, LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM"))

@@ -57,7 +57,7 @@ class HFBackend:
         else:
             self._processor = AutoTokenizer.from_pretrained(self.model_id)
             cls = AutoModelForCausalLM
-        self._model = cls.from_pretrained(self.model_id, dtype=dtype).to(device).eval()
+        self._model = cls.from_pretrained(self.model_id, dtype=dtype, use_kernels=False).to(device).eval()
 
     def _generate(self, messages: list[Message], sampling: Sampling) -> Completion:
         import torch

@@ -67,7 +67,7 @@ class TransformersPairwiseJudge:
         try:
             processor = AutoProcessor.from_pretrained(cfg.model)
             model = AutoModelForImageTextToText.from_pretrained(
-                cfg.model, dtype=getattr(torch, dtype), attn_implementation=cfg.attn_implementation
+                cfg.model, dtype=getattr(torch, dtype), attn_implementation=cfg.attn_implementation, use_kernels=False
             ).to(device).eval()
         except (OSError, ValueError, KeyError) as e:
             raise JudgeError(f"could not load judge model {cfg.model!r}: {e}. Give a local model folder, or a "

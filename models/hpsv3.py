@@ -188,7 +188,7 @@ def load_released(checkpoint: str | Path, base: str, dtype: torch.dtype, device:
         os.symlink(checkpoint.resolve(), Path(tmp) / "model.safetensors")
         model, info = HPSv3RewardModel.from_pretrained(
             tmp, config=config, key_mapping=KEY_MAPPING, dtype=dtype, device_map=device,
-            attn_implementation=attn_implementation, output_loading_info=True)
+            attn_implementation=attn_implementation, output_loading_info=True, use_kernels=False)
     report = {k: list(v) for k, v in info.items() if v}
     if report:
         raise JudgeError(f"loading {checkpoint} left weights unset or unused: {json.dumps(report)[:600]}")

@@ -55,6 +55,12 @@ def test_model_reloads_with_auto_classes_offline():
     assert hasattr(processor, "image_processor") and processor.tokenizer("A")["input_ids"] != []
 
 
+def test_loads_without_hub_kernels(judge):
+    """transformers 5.25 swaps layers for Hub kernels at load unless told not to (fetched from the Hub: with
+    HF_HUB_OFFLINE on a GPU the load fails); salon's loaders ask for none."""
+    assert judge.model.use_kernels is False
+
+
 def test_is_a_judge_and_names_itself(judge):
     assert isinstance(judge, Judge)
     assert judge.name.startswith("transformers:") and judge.prompt_version == PAIRWISE_PROMPT.version

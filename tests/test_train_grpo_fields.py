@@ -47,6 +47,7 @@ def test_trl_fields_reach_grpo_config(tmp_path):
     assert args.epsilon == pytest.approx(0.3) and args.epsilon_high == pytest.approx(0.28)
     assert args.num_iterations == 2 and args.log_completions is True and args.project == "mine"
     assert grpo_args(config_from_dict({"grpo": {"use_cpu": True, "bf16": False}}), tmp_path).project == "salon"
+    assert args.model_init_kwargs["use_kernels"] is False  # TRL loads the policy without Hub kernels (recipe.py)
 
 
 @pytest.mark.parametrize("grpo, needle", [

@@ -112,8 +112,8 @@ def test_trainer_cores_are_refused_where_no_local_worker_runs():
 
 
 def test_requests_wait_here_until_a_worker_has_a_free_slot():
-    """Two workers of one browser each: each holds two sketches (one drawing, one to draw while the
-    first is read), the other two wait in the pool (not in a worker's queue), and all come out."""
+    """Two workers of one browser each: two sketches render at once, the other four wait in the pool
+    (not in a worker's queue) and all come out."""
     from salon.curate.sandbox.render import RenderConfig
     from salon.train.render_workers import RenderPool
 
@@ -125,7 +125,7 @@ def test_requests_wait_here_until_a_worker_has_a_free_slot():
         waiting = len(pool._waiting)
         results = [f.result(timeout=300) for f in futures]
         assert not pool._waiting and all(not w.pending for w in pool._workers)
-    assert in_flight == [2, 2] and waiting == 2
+    assert in_flight == [1, 1] and waiting == 4
     assert all(r.ok for r in results), [r.violations for r in results]
 
 

@@ -205,7 +205,9 @@ def grpo_args(cfg: TrainConfig, out: Path):
         **generation_kwargs(g),
         # every checkpoint is kept: the prior art's good checkpoints were gone when its reward hacked
         save_strategy="steps", save_steps=g.save_steps, save_total_limit=None,
-        model_init_kwargs={"dtype": dtype, "attn_implementation": cfg.policy.attn_implementation},
+        # use_kernels: transformers 5.25 (which requires `kernels`) otherwise swaps layers for Hub kernels
+        # at load, fetched from the Hub then: with HF_HUB_OFFLINE on a GPU the load fails (every loader here)
+        model_init_kwargs={"dtype": dtype, "attn_implementation": cfg.policy.attn_implementation, "use_kernels": False},
         chat_template_kwargs={"enable_thinking": cfg.policy.enable_thinking},
         remove_unused_columns=False,
         # any other GRPOConfig field given under grpo. (salon.train.trl_fields) wins over these defaults;

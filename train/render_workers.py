@@ -169,9 +169,8 @@ class _Worker:
 
     @property
     def free(self) -> int:
-        """Requests it can take now (0 when it is down): two a slot, one drawing while the painting before
-        it is read (the text check runs after the browser is let go: render.py)."""
-        return 2 * self.slots - len(self.pending) if self.alive else 0
+        """Requests it can start now (0 when it is down)."""
+        return self.slots - len(self.pending) if self.alive else 0
 
     def submit(self, rid: int, code, seed: int, timeout_s: float | None, fut: Future) -> None:
         with self.lock:
@@ -192,7 +191,7 @@ class _Worker:
 
 class RenderPool:
     """`workers` processes, each with a Renderer of `config`. Requests wait here and go, one at a time,
-    to the worker with the most free slots (two per browser x page) whenever one has a slot: bound
+    to the worker with the most free slots (browsers x pages) whenever one has a slot: bound
     late, so a worker that drew light paintings takes more of them while another is still on a heavy
     one (handed out in turns at submission, 64 paintings on 4 workers wait for the worker whose 16 are
     heaviest).

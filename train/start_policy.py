@@ -179,7 +179,7 @@ def check_policy(folder: str | Path, n: int, render: int, seed: int = 0) -> dict
     from salon.train.sketch_generator import palette_of
 
     tok = AutoTokenizer.from_pretrained(folder)
-    model = AutoModelForCausalLM.from_pretrained(folder).eval()
+    model = AutoModelForCausalLM.from_pretrained(folder, use_kernels=False).eval()
     prompts = prompt_rows()
     torch.manual_seed(seed)
     codes = []

@@ -19,8 +19,8 @@ process. Pages are pre-warmed (p5 and p5.brush already parsed: the browser runs 
 scripts in each new document, given once per page) while other sketches render, so a sketch's
 time is its own; every request except the empty document and the sketch, each served once, is
 refused and reported; the guard's violations and its "done" arrive over a binding the sketch
-cannot reach (pages.py), and the painting is then read in an isolated world (capture.py) and, once
-the browser has been let go for its next sketch, by OCR (ocr.py). A sketch never raises: bad code gets violation codes (gate.py); a renderer that
+cannot reach (pages.py), and the painting is then read in an isolated world (capture.py) and by OCR
+(ocr.py), within the sketch's slot. A sketch never raises: bad code gets violation codes (gate.py); a renderer that
 dies under it is retried once in a fresh browser, and a browser that fails a known-good sketch
 too gets `render_unavailable`.
 """
@@ -247,8 +247,10 @@ class Renderer:
         if static and not self.config.render_rejects:
             return RenderResult(ok=False, violations=static, render_ms=_ms(t0))
         timeout_s = timeout_s or self.config.timeout_s
-        # the browser is held while it draws; the image is read (paint fraction, OCR) after it is let go,
-        # so the next sketch draws meanwhile
+        # A slot covers the drawing and the reading (paint fraction, OCR), though the browser is let go
+        # once it has drawn: both are CPU work, and with the reading outside the slot 16 browsers drew
+        # beside up to 16 text checks on 14 cores, and a 64-painting step on an H200 waited 9.15 s for
+        # its paintings against 6.42 (the slowest drawing 9.3-10 s against 5.9-6.0, docs/training.md)
         async with self._capacity:
             try:
                 browser = await self._browser_for_next()
@@ -257,7 +259,7 @@ class Renderer:
             drawn, crashed = await self._render_counted(browser, code, seed, static, timeout_s)
             if crashed:
                 drawn = await self._after_crash(drawn, code, seed, static, timeout_s, t0)
-        return await self.read_drawn(drawn)
+            return await self.read_drawn(drawn)
 
     async def _after_crash(self, first: Drawn | RenderResult, code, seed, static, timeout_s,
                            t0: float) -> Drawn | RenderResult:

@@ -38,7 +38,8 @@ class CheckpointPolicy:
         from transformers import AutoModelForCausalLM
 
         return AutoModelForCausalLM.from_pretrained(
-            str(path), dtype=self.dtype, attn_implementation=self.cfg.policy.attn_implementation).to(self.device)
+            str(path), dtype=self.dtype, attn_implementation=self.cfg.policy.attn_implementation,
+            use_kernels=False).to(self.device)
 
     def _model(self, checkpoint: Path | None):
         """The model of `checkpoint` and a function that undoes its loading."""
