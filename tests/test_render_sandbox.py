@@ -205,3 +205,39 @@ async def test_killed_browser_is_replaced_and_its_sketch_rendered_again():
         again = await renderer.render(example("jellyfish_01_bell"))
         assert again.ok, again
         assert renderer.browser_pids() != [pid]
+
+
+async def test_a_slot_covers_the_drawing_and_the_text_check(monkeypatch):
+    """One browser of one page: the next sketch starts drawing only once the one before has been read
+    (paint fraction, OCR), though the browser itself is free: both are CPU work, and beside each other
+    they slowed each other (render.py)."""
+    import time
+
+    from salon.curate.sandbox import ocr
+
+    spans = []
+    real_words, real_render_on = ocr.words, Renderer._render_on
+
+    def slow_words(png):
+        t0 = time.perf_counter()
+        found = real_words(png)
+        time.sleep(0.3)  # a text check slow enough that a drawing beside it could not miss it
+        spans.append(("read", t0, time.perf_counter()))
+        return found
+
+    async def render_on(self, *args, **kwargs):
+        t0 = time.perf_counter()
+        drawn = await real_render_on(self, *args, **kwargs)
+        spans.append(("draw", t0, time.perf_counter()))
+        return drawn
+
+    monkeypatch.setattr(ocr, "words", slow_words)
+    monkeypatch.setattr(Renderer, "_render_on", render_on)
+    names = ["hibiscus_01_sketch", "still_02_teacup", "koi_01_pond"]
+    async with Renderer(RenderConfig(browsers=1, pages_per_browser=1, timeout_s=60)) as renderer:
+        results = await asyncio.gather(*(renderer.render(example(n), 0) for n in names))
+    assert all(r.ok for r in results), [r.violations for r in results]
+    reads = [(a, b) for kind, a, b in spans if kind == "read"]
+    draws = [(a, b) for kind, a, b in spans if kind == "draw"]
+    assert len(reads) == len(draws) == len(names)
+    assert all(r1 <= d0 or d1 <= r0 for r0, r1 in reads for d0, d1 in draws), spans
