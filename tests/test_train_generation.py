@@ -569,6 +569,9 @@ def test_generation_in_waves_gives_each_group_whole_and_the_same_tokens(trained)
     assert waves_of(["a", "a", "b", "b", "c", "c"], 2) == [[0, 1, 2, 3], [4, 5]]
     assert waves_of(["a", "b", "a", "b"], 2) == [[0, 2], [1, 3]]  # a group is whole wherever its rows are
     assert waves_of(["a", "a"], 4) == [[0, 1]] and waves_of(["a", "b", "c"], 1) == [[0, 1, 2]]
+    # one subject in several rows: each row's completions are a group of their own (TRL's num_generations)
+    assert waves_of(["a"] * 8, 2, group_size=4) == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert waves_of(["a", "a", "b", "b", "a", "a"], 2, group_size=2) == [[0, 1, 2, 3], [4, 5]]
     trainer, _ = trained
     greedy = trainer.generation_config.__class__.from_dict({**trainer.generation_config.to_dict(), "do_sample": False})
     greedy.eos_token_id = None
@@ -585,3 +588,9 @@ def test_generation_in_waves_gives_each_group_whole_and_the_same_tokens(trained)
         trainer.generation_config = saved
     assert outs[2]["completion_ids"] == outs[1]["completion_ids"] and outs[2]["prompt_ids"] == outs[1]["prompt_ids"]
     assert len(handed) == 1 and handed[0][0] == prompts[:4] and handed[0][1] == outs[2]["completion_ids"][:4]
+    # one prompt in two rows (trainer.num_generations == 2): two groups, so two waves
+    engine = CompiledGeneration(compile="off", prompt_bucket=16, waves=2)
+    engine.attach(trainer)
+    engine.on_wave = lambda p, ids: handed.append((p, ids))
+    engine([PROMPTS[0]] * 4, trainer)
+    assert trainer.num_generations == 2 and len(handed) == 2 and handed[1][0] == [PROMPTS[0]] * 2

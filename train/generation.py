@@ -196,7 +196,7 @@ class CompiledGeneration:
         prompt_ids = tokenize(prompts, trainer)
         completion_ids: list = [None] * len(prompts)
         seconds, host_pace = 0.0, []
-        parts = waves_of(prompts, self.waves)
+        parts = waves_of(prompts, self.waves, getattr(trainer, "num_generations", None))
         for n, wave in enumerate(parts):
             made = cut_after_eos(self.decoder.generate([prompt_ids[i] for i in wave], trainer.generation_config),
                                  trainer.eos_token_ids)
@@ -220,13 +220,17 @@ class CompiledGeneration:
         return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": None}
 
 
-def waves_of(prompts: list, waves: int) -> list[list[int]]:
-    """The prompts' indices in `waves` parts of whole groups (every completion of one prompt in one
-    part), distinct prompts in order of first appearance, as even as the groups allow."""
-    groups: dict[str, list[int]] = {}
+def waves_of(prompts: list, waves: int, group_size: int | None = None) -> list[list[int]]:
+    """The prompts' indices in `waves` parts of whole groups, groups in order of first appearance, as
+    even as the groups allow. A group is every completion of one prompt, or with `group_size` (TRL's
+    num_generations) each run of that many of them in order: TRL puts a row's completions side by
+    side, and one prompt may be several rows (one subject repeated), each its own group."""
+    by_prompt: dict[str, list[int]] = {}
     for i, prompt in enumerate(prompts):
-        groups.setdefault(prompt_key(prompt), []).append(i)
-    members = list(groups.values())
+        by_prompt.setdefault(prompt_key(prompt), []).append(i)
+    step = group_size or len(prompts) or 1
+    members = sorted((rows[k:k + step] for rows in by_prompt.values() for k in range(0, len(rows), step)),
+                     key=lambda group: group[0])
     per = -(-len(members) // max(1, min(waves, len(members))))
     return [sorted(i for group in members[k:k + per] for i in group) for k in range(0, len(members), per)]
 
