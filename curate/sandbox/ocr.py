@@ -11,10 +11,11 @@ painting `text_label`, whatever drew it. The model is loaded once per process, o
 The rule (WORD_RULE) was validated on legitimate paintings before it rejected anything
 (benchmarks/validate_text_check.py): the OCR reads shapes as CJK characters and single letters,
 and a row of pine trees once as "SAAAAALA" at 0.69, while a word in soft brush strokes reads at
-0.63-0.76. So a word is at least MIN_CHARS Latin letters or digits read at MIN_CONFIDENCE or more,
+0.62-0.91. So a word is at least MIN_CHARS Latin letters or digits read at MIN_CONFIDENCE or more,
 with no character three times in a row (a row of trees, stripes, a texture). On the 14 examples
-at 15 seeds each (210 paintings) it fired once: a teacup read as '1388903' at 0.61
-(benchmarks/results/text_check_validation.json).
+at 15 seeds each (210 paintings) it fired once: a dusk mountain range read as 'SAAEELAA' at 0.62
+(benchmarks/results/text_check_validation.json; at RapidOCR's stock detection size, a teacup as
+'1388903' at 0.61 instead).
 """
 
 from __future__ import annotations
@@ -30,8 +31,14 @@ from salon.pool.errors import SetupError
 
 TEXT_CHECKS = ("ocr", "off")
 MIN_CHARS = 3  # Latin letters or digits in one reading
-MIN_CONFIDENCE = 0.6  # the recogniser's score: a brush-stroke WOW read 0.63-0.76, pixel fonts 0.81-0.97
+MIN_CONFIDENCE = 0.6  # the recogniser's score: a brush-stroke WOW read 0.62-0.91, pixel fonts 0.81-0.97
 WORD_RULE = f">= {MIN_CHARS} Latin letters or digits at confidence >= {MIN_CONFIDENCE}, no character thrice in a row"
+# Detection at the painting's own size (only one past 2,000 px shrinks). RapidOCR's stock setting
+# enlarges every image to at least 736 px first: 600 px paintings cost 1.5x the pixels for detail the
+# enlargement cannot add. On the validation set a reading took 151 ms (median, one thread of a 2-core
+# CPU) against 224, every word sketch was caught either way, and one false alarm in 210 each
+# (benchmarks/validate_text_check.py prints both).
+DETECT_AT_OWN_SIZE = {"det_limit_type": "max", "det_limit_side_len": 2000}
 _LATIN = re.compile(r"[A-Za-z0-9]")
 _RUN = re.compile(r"(.)\1\1")
 
@@ -65,7 +72,7 @@ def _load():
                 raise SetupError("render.text_check=ocr needs rapidocr-onnxruntime: pip install 'salon[curate]' "
                                  "(or set render.text_check=off)") from e
             # One thread per call: renders run side by side, each reading its own painting.
-            _engine = RapidOCR(intra_op_num_threads=1, inter_op_num_threads=1)
+            _engine = RapidOCR(intra_op_num_threads=1, inter_op_num_threads=1, **DETECT_AT_OWN_SIZE)
     return _engine
 
 
