@@ -47,8 +47,9 @@ left out) of:
                   completion lengths, the policy's weight bytes, the copy bandwidth measured in
                   the engine's process after its run
   render_wait_s   the reward's wait for paintings (salon/time/render_wait_s; rendering starts at
-                  generation time, so most of it overlaps TRL's log-prob passes)
-  judge_s         judging (salon/time/judge_s)
+                  generation time, so most of it overlaps TRL's log-prob passes), over every reward
+                  call of the step (several with grpo.update_per_group: one a micro-batch)
+  judge_s         judging (salon/time/judge_s), over the step's reward calls likewise
   optimisation_s  step_s minus TRL's whole rollout (`_generate_and_score_completions`: generation,
                   reward, log-prob passes): the loss's forward and backward and the update
   peak_memory_gib torch.cuda.max_memory_allocated over the engine's run (0 on a CPU)
@@ -71,6 +72,7 @@ SwiftShader's, same engine, same run.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -125,6 +127,18 @@ class Timings:
         self.tokens: dict[int, int] = {}
         self.rollout: dict[int, float] = {}
         self.cores: dict[int, dict[str, float]] = {}  # step -> {PHASE_cores_KIND: cores busy on average}
+        # step -> salon/time/* metric -> every value the reward logged in it (one a reward call: several a
+        # step with grpo.update_per_group, where TRL's log would give their mean)
+        self.reward_parts: dict[int, dict[str, list[float]]] = {}
+
+    def reward_part(self, step: int, name: str) -> float:
+        """A reward timing over the step: the slowest for *_max_s, the mean for *_mean_s, else the sum."""
+        values = self.reward_parts.get(step, {}).get(f"salon/time/{name}")
+        if not values:
+            return float("nan")
+        if name.endswith("_max_s"):
+            return max(values)
+        return sum(values) / len(values) if name.endswith("_mean_s") else sum(values)
 
     def install(self) -> None:
         from transformers.trainer_callback import CallbackHandler
@@ -133,7 +147,7 @@ class Timings:
         timings, begun = self, {}
         real_begin, real_end = CallbackHandler.on_step_begin, CallbackHandler.on_step_end
         real_generate, real_rollout = GRPOTrainer._generate, GRPOTrainer._generate_and_score_completions
-        real_rewards = GRPOTrainer._calculate_rewards
+        real_rewards, real_log_metric = GRPOTrainer._calculate_rewards, GRPOTrainer._log_metric
         windows = CpuWindows()
 
         def on_step_begin(handler, args, state, control):
@@ -162,13 +176,18 @@ class Timings:
                 return out
             return wrapped
 
+        longest: dict[tuple[int, str], float] = {}  # (step, phase) -> its longest call's seconds
+
         def metered(real, phase):  # where the cores went while the phase ran: is it the CPU that holds it?
             def wrapped(trainer, *a, **kw):
-                start = windows.start()
+                start, t0 = windows.start(), time.perf_counter()
                 out = real(trainer, *a, **kw)
-                cores = timings.cores.setdefault(trainer.state.global_step, {})
-                for kind, n in windows.cores(start).items():
-                    cores[f"{phase}_cores_{kind}"] = n
+                step, seconds = trainer.state.global_step, time.perf_counter() - t0
+                if seconds >= longest.get((step, phase), 0.0):  # several calls a step: the longest one's
+                    longest[step, phase] = seconds
+                    cores = timings.cores.setdefault(step, {})
+                    for kind, n in windows.cores(start).items():
+                        cores[f"{phase}_cores_{kind}"] = n
                 return out
             return wrapped
 
@@ -176,6 +195,13 @@ class Timings:
         GRPOTrainer._generate = timed(metered(real_generate, "generation"), self.generation, count_tokens=True)
         GRPOTrainer._calculate_rewards = metered(real_rewards, "reward")
         GRPOTrainer._generate_and_score_completions = timed(real_rollout, self.rollout)
+
+        def log_metric(trainer, name, value):
+            if name.startswith("salon/time/"):
+                timings.reward_parts.setdefault(trainer.state.global_step, {}).setdefault(name, []).append(value)
+            return real_log_metric(trainer, name, value)
+
+        GRPOTrainer._log_metric = log_metric
 
 
 def engine_overrides(engine: str) -> list[str]:
@@ -272,16 +298,12 @@ def run_engine(args, engine: str, variant: list[str] | None, refs: Path, gpu_ren
         h = logs.get(step + 1, {})
         generation = timings.generation.get(step, float("nan"))
         rollout = timings.rollout.get(step, float("nan"))
-        reward = h.get("salon/time/reward_s", float("nan"))
+        part = functools.partial(timings.reward_part, step)
+        reward = part("reward_s")
         steps.append({"step": step + 1, "step_s": timings.step[step], "generation_s": generation,
                       "tokens_per_s": timings.tokens.get(step, 0) / generation,
-                      "render_wait_s": h.get("salon/time/render_wait_s", float("nan")),
-                      "judge_s": h.get("salon/time/judge_s", float("nan")),
-                      "pairwise_judge_s": h.get("salon/time/pairwise_judge_s", float("nan")),
-                      "render_max_s": h.get("salon/time/render_max_s", float("nan")),
-                      "ocr_max_s": h.get("salon/time/ocr_max_s", float("nan")),
-                      "render_mean_s": h.get("salon/time/render_mean_s", float("nan")),
-                      "ocr_mean_s": h.get("salon/time/ocr_mean_s", float("nan")),
+                      **{name: part(name) for name in ("render_wait_s", "judge_s", "pairwise_judge_s", "render_max_s",
+                                                       "ocr_max_s", "render_mean_s", "ocr_mean_s")},
                       "optimisation_s": timings.step[step] - rollout, "reward_s": reward,
                       "logprob_s": rollout - generation - reward,
                       "host_ms_per_step": h.get("salon/generation/host_ms_per_step", float("nan")),

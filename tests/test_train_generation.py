@@ -32,24 +32,12 @@ def completion_chars(completions, **kwargs):
 def trained(tmp_path_factory):
     """A GRPOTrainer that ran one step generating through the engine (8 completions per generation:
     per_device_train_batch_size 4 x gradient_accumulation_steps 2), and that engine."""
-    from datasets import Dataset
-    from peft import LoraConfig
-    from transformers import AutoTokenizer
-    from trl import GRPOConfig, GRPOTrainer
-
     from salon.models.tiny import build_lm
+    from train_support import tiny_grpo_trainer
 
     folder = build_lm(tmp_path_factory.mktemp("policy") / "tiny", "qwen3")
-    args = GRPOConfig(output_dir=str(tmp_path_factory.mktemp("out")), use_cpu=True, bf16=False, report_to=[],
-                      max_steps=1, learning_rate=0.05, num_generations=2, per_device_train_batch_size=4,
-                      gradient_accumulation_steps=2, max_completion_length=MAX_NEW, temperature=0.7, top_p=0.9,
-                      top_k=20, save_strategy="no", logging_steps=1, seed=0,
-                      model_init_kwargs={"dtype": "float32"}, dataloader_num_workers=0)
     engine = CompiledGeneration(compile="off", prompt_bucket=16)
-    trainer = GRPOTrainer(model=str(folder), reward_funcs=[completion_chars], args=args,
-                          train_dataset=Dataset.from_list([{"prompt": p} for p in PROMPTS] * 4),
-                          processing_class=AutoTokenizer.from_pretrained(folder), rollout_func=engine,
-                          peft_config=LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM"))
+    trainer = tiny_grpo_trainer(folder, tmp_path_factory.mktemp("out"), PROMPTS, engine, completion_chars, MAX_NEW)
     engine.attach(trainer)
     trainer.train()
     return trainer, engine

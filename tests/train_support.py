@@ -135,3 +135,23 @@ def write_synthetic_eval(run_dir, proxy: list[float], oracle: list[float], cover
                              "oracle_judge": o + rng.normal(0, 0.01), "oracle_missing": []})
         store.write(step, rows, ["reward_judge"], ["oracle_judge"], {"fingerprint": "synthetic"})
     return store
+
+
+def tiny_grpo_trainer(folder, out, prompts, engine, reward, max_new: int, **config):
+    """A real GRPOTrainer on the tiny policy at `folder` with a rank-4 LoRA, float32 on the CPU, one
+    optimiser step of 8 completions (per_device_train_batch_size 4 x gradient_accumulation_steps 2,
+    2 a prompt), generating through `engine` as its rollout_func; `config`: more GRPOConfig fields."""
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers import AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    args = GRPOConfig(output_dir=str(out), use_cpu=True, bf16=False, report_to=[], max_steps=1, learning_rate=0.05,
+                      num_generations=2, per_device_train_batch_size=4, gradient_accumulation_steps=2,
+                      max_completion_length=max_new, temperature=0.7, top_p=0.9, top_k=20, save_strategy="no",
+                      logging_steps=1, seed=0, model_init_kwargs={"dtype": "float32"}, dataloader_num_workers=0,
+                      **config)
+    return GRPOTrainer(model=str(folder), reward_funcs=[reward], args=args,
+                       train_dataset=Dataset.from_list([{"prompt": p} for p in prompts] * 4),
+                       processing_class=AutoTokenizer.from_pretrained(folder), rollout_func=engine,
+                       peft_config=LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM"))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 from salon.pool.field_checks import Range, at_least, field_problems, positive, raise_problems
+from salon.train import update_per_group
 
 GENERATION_ENGINES = ("transformers", "compiled", "continuous_batching", "vllm_server", "vllm_colocate")
 GENERATION_COMPILE = ("auto", "on", "off")
@@ -75,6 +76,9 @@ class GRPOSettings:
     # per_device_train_batch_size=8, gradient_accumulation_steps=8. A steps_per_generation above
     # gradient_accumulation_steps makes one generation feed several optimiser steps (TRL then corrects
     # with the old policy's log-probs). Give at most one of the two.
+    # compiled: generate the whole optimiser step at its first micro-batch, then let TRL score and update one
+    # micro-batch at a time, so an update runs while later paintings render (salon.train.update_per_group)
+    update_per_group: bool = False
     generation_batch_size: Annotated[int | None, at_least(1)] = None  # completions per generation over all processes
     steps_per_generation: Annotated[int | None, at_least(1)] = None
     vllm_server_base_url: str | None = None  # vllm_server: e.g. http://127.0.0.1:8000 (default: TRL's host:port)
@@ -102,4 +106,5 @@ class GRPOSettings:
         if not self.gradient_checkpointing and self.gradient_checkpointing_layers != 1.0:
             p.append(f"grpo.gradient_checkpointing_layers={self.gradient_checkpointing_layers} shares out checkpointing, "
                      "which grpo.gradient_checkpointing=false turns off: set one of them")
+        p += update_per_group.config_problems(self)
         raise_problems("grpo", p)

@@ -36,7 +36,10 @@ bound (shared/reference/generation-speed.md). This engine owns that path instead
    (repetition penalty, min-p, ...) run through transformers' `generate` on the copy instead.
    Completions are cut after their first EOS as TRL's transformers path cuts them, and TRL pads them.
    With `grpo.generation_waves` N the batch is generated in N waves of whole groups, and `on_wave`
-   (the recipe's `reward.prefetching_waves`) starts rendering each wave but the last at once.
+   (the recipe's `reward.prefetching_generated`) starts rendering each wave but the last at once.
+   With `grpo.update_per_group` the first call of an optimiser step generates every micro-batch the
+   Trainer fetched for it (`ahead`, salon.train.update_per_group) in one batch, `on_step` starts
+   rendering them all, and each later call hands TRL its micro-batch's completions.
 4. The loss is untouched: TRL computes its log-probabilities with the trained peft model as
    always, and this engine returns no sampling log-probs (`logprobs: None`, as TRL's own
    transformers path), so no importance-sampling term enters.
@@ -74,6 +77,7 @@ from __future__ import annotations
 import copy
 import logging
 import time
+from collections import deque
 
 import torch
 from transformers import AutoModelForCausalLM
@@ -157,6 +161,12 @@ class CompiledGeneration:
         self.attention, self.fuse_linears, self.waves = attention, fuse_linears, waves
         # called with (prompts, completion ids) of each wave but the last, as soon as it is generated
         self.on_wave = None
+        # grpo.update_per_group (salon.train.update_per_group): the step's micro-batches of prompts, set as
+        # the Trainer fetches them; the first call generates them all, and `on_step` gets every completion
+        self.ahead: list[list] | None = None
+        self.on_step = None
+        self.step_tokens: int | None = None  # TRL's loss tokens in the whole step (update_per_group)
+        self._made: deque = deque()  # (prompts, output) of the step's micro-batches not yet asked for
         self.policy: MergedPolicy | None = None
         self.decoder: StaticDecoder | None = None
         self.refreshed_at: int | None = None
@@ -186,6 +196,33 @@ class CompiledGeneration:
                  self.policy.nbytes / GIB, self.policy.device, "on" if on else "off", self.prompt_bucket)
 
     def __call__(self, prompts: list, trainer) -> dict:
+        if self.ahead is not None:
+            self._generate_step(trainer)
+        if self._made:
+            expected, out = self._made.popleft()
+            if prompts != expected:
+                raise RuntimeError("grpo.update_per_group: TRL asked for other prompts than the micro-batch the "
+                                   "step fetched next (a TRL whose training loop differs from 1.16's)")
+            return out
+        return self._generate(prompts, trainer)
+
+    def _generate_step(self, trainer) -> None:
+        """Every micro-batch of the optimiser step in one batch; then each waits for TRL to ask."""
+        from salon.train.update_per_group import loss_tokens
+
+        batches, self.ahead = self.ahead, None
+        made = self._generate([p for batch in batches for p in batch], trainer)
+        self.step_tokens = loss_tokens(made["completion_ids"], trainer)
+        if self.on_step is not None:
+            self.on_step([p for batch in batches for p in batch], made["completion_ids"])
+        start = 0
+        for batch in batches:
+            part = slice(start, start + len(batch))
+            self._made.append((batch, {"prompt_ids": made["prompt_ids"][part],
+                                       "completion_ids": made["completion_ids"][part], "logprobs": None}))
+            start += len(batch)
+
+    def _generate(self, prompts: list, trainer) -> dict:
         if self.policy is None:
             self.attach(trainer)
         if trainer.state.global_step != self.refreshed_at:

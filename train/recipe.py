@@ -201,7 +201,8 @@ def grpo_args(cfg: TrainConfig, out: Path):
         loss_type=g.loss_type, max_steps=g.max_steps, logging_steps=g.logging_steps, report_to=g.report_to,
         use_cpu=g.use_cpu, bf16=g.bf16 and not g.use_cpu,
         activation_checkpointing=g.gradient_checkpointing,  # transformers 5 renamed it; the old name warns
-        generation_batch_size=g.generation_batch_size, steps_per_generation=g.steps_per_generation,
+        generation_batch_size=g.generation_batch_size,
+        steps_per_generation=1 if g.update_per_group else g.steps_per_generation,
         **generation_kwargs(g),
         # every checkpoint is kept: the prior art's good checkpoints were gone when its reward hacked
         save_strategy="steps", save_steps=g.save_steps, save_total_limit=None,
@@ -251,13 +252,15 @@ def train(cfg: TrainConfig) -> dict:
     from trl import GRPOTrainer
 
     from salon.pool.card import salon_version
+    from salon.pool.errors import ConfigError
     from salon.train.archive import RolloutArchive, push_rollouts
     from salon.train.progress import compact_output, quiet_library_warnings
     from salon.train.recorder import Recorder
-    from salon.train.reward import RewardAdapter, prefetching, prefetching_waves, submit_each
+    from salon.train.reward import RewardAdapter, prefetching, prefetching_generated, submit_each
     from salon.train.rollout import Planner
     from salon.train.run_card import write_run_card
     from salon.train.smoke import ExampleSketches
+    from salon.train.update_per_group import install as install_update_per_group
     from salon.models.tiny import resolve_model
 
     out = Path(cfg.output_dir)
@@ -323,12 +326,19 @@ def train(cfg: TrainConfig) -> dict:
             keep_partial(trainer.model, cfg.grpo.gradient_checkpointing_layers)
         if cfg.grpo.generation == "continuous_batching":
             trainer._generate = trainable_dtypes_kept(trainer._generate, trainer.model)
+        if cfg.grpo.update_per_group:
+            if engine is None:
+                raise ConfigError([f"grpo.update_per_group needs grpo.generation=compiled (auto chose "
+                                   f"{cfg.grpo.generation} here: no CUDA, or no LoRA)"], "salon train")
+            install_update_per_group(trainer, engine)
         if cfg.render.prefetch:
             # TRL has no hook between generation and reward; wrapping its _generate lets rendering start
             # while TRL computes log-probabilities on the GPU
             trainer._generate = prefetching(trainer._generate, adapter, trainer)
             if engine is not None and cfg.grpo.generation_waves > 1:
-                engine.on_wave = prefetching_waves(adapter, trainer)
+                engine.on_wave = prefetching_generated(adapter, trainer)
+            if engine is not None and cfg.grpo.update_per_group:
+                engine.on_step = prefetching_generated(adapter, trainer)  # the whole step renders at once
         if hasattr(render, "start"):
             render.start()  # local worker processes: their browsers start while nothing else runs
         trainer.train(resume_from_checkpoint=checkpoint)

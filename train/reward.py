@@ -63,7 +63,8 @@ class RewardAdapter:
         self.scorer, self.render, self.run, self.process = scorer, render, run, process
         self.recorder = recorder or Recorder(scorer.components, process=process)
         self.planner = planner or Planner(scorer.seed)
-        self._prefetched: dict[tuple[str, int], Future] = {}
+        self._prefetched: dict[tuple[str, int], Future] = {}  # (code, seed) -> its render, this step's
+        self._prefetched_step: int | None = None
         # each painting is decoded and measured (scoring.prepare) the moment it is rendered, while the judge
         # works on earlier groups (decoding alone is about 16 ms a 600x600 PNG on a CPU: a second at 64)
         self._preparing = ThreadPoolExecutor(max_workers=2, thread_name_prefix="salon-prepare")
@@ -107,8 +108,11 @@ class RewardAdapter:
 
     def prefetch(self, prompts, completions, step: int) -> None:
         """Start rendering right after generation (TRL computes log-probs before it asks for
-        rewards), or after each wave of it; the reward call picks the futures up by (code, seed).
-        What is already rendering is not started again."""
+        rewards), after each wave of it, or for the whole step at once (grpo.update_per_group, whose
+        reward calls come a micro-batch at a time); the reward calls pick the futures up by (code,
+        seed). What is already rendering is not started again."""
+        if step != self._prefetched_step:  # what an earlier step did not use was another step's sketches
+            self._prefetched, self._prefetched_step = {}, step
         samples = self.planner.plan(prompts, [completion_text(c) for c in completions], step)
         todo = [key for key in dict.fromkeys((s.code, s.seed) for s in samples if not gate.static_violations(s.code))
                 if key not in self._prefetched]
@@ -129,7 +133,6 @@ class RewardAdapter:
                 todo.append(i)
         for i, fut in zip(todo, self.render([(samples[i].code, samples[i].seed) for i in todo])):
             started[i] = fut
-        self._prefetched.clear()  # what this call did not use belongs to another step's sketches
         return started
 
     def _rollout(self, s: Sample, res: RenderResult, scored: Scored, step: int) -> Rollout:
@@ -207,15 +210,16 @@ def _result(x) -> RenderResult:
     return x if isinstance(x, RenderResult) else x.result()
 
 
-def prefetching_waves(adapter: RewardAdapter, trainer):
-    """The compiled engine's `on_wave` (grpo.generation_waves): a wave's paintings start rendering while
-    the next wave generates. Decoded as TRL decodes completions; a text that came out otherwise would
-    only be rendered again at reward time."""
-    def on_wave(prompts, completion_ids):
+def prefetching_generated(adapter: RewardAdapter, trainer):
+    """The compiled engine's `on_wave` (grpo.generation_waves: a wave's paintings start rendering while
+    the next wave generates) and `on_step` (grpo.update_per_group: the whole step's, while TRL scores
+    and updates a micro-batch at a time). Decoded as TRL decodes completions; a text that came out
+    otherwise would only be rendered again at reward time."""
+    def generated(prompts, completion_ids):
         texts = trainer.processing_class.batch_decode(completion_ids, skip_special_tokens=True)
         adapter.prefetch(prompts, texts, trainer.state.global_step)
 
-    return on_wave
+    return generated
 
 
 def prefetching(generate, adapter: RewardAdapter, trainer):
