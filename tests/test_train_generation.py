@@ -24,16 +24,12 @@ PROMPTS = [[{"role": "user", "content": text}] for text in
             "The quick brown fox")]
 
 
-def completion_chars(completions, **kwargs):
-    return [float(len(c[0]["content"])) for c in completions]
-
-
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """A GRPOTrainer that ran one step generating through the engine (8 completions per generation:
     per_device_train_batch_size 4 x gradient_accumulation_steps 2), and that engine."""
     from salon.models.tiny import build_lm
-    from train_support import tiny_grpo_trainer
+    from train_support import completion_chars, tiny_grpo_trainer
 
     folder = build_lm(tmp_path_factory.mktemp("policy") / "tiny", "qwen3")
     engine = CompiledGeneration(compile="off", prompt_bucket=16)

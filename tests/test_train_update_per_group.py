@@ -23,10 +23,6 @@ PROMPTS = [[{"role": "user", "content": text}] for text in
            ("A watercolour of a peach hibiscus.", "koi", "Compare composition, colour and finish.", "The quick fox")]
 
 
-def completion_chars(completions, **kwargs):
-    return [float(len(c[0]["content"])) for c in completions]
-
-
 LENGTHS = [3, 12, 5, 9, 12, 2, 7, 12]  # each completion cut here, so the micro-batches hold unequal tokens
 
 
@@ -41,7 +37,7 @@ def one_step(folder, out, per_group: bool):
     from transformers import TrainerCallback
 
     from salon.train.update_per_group import install
-    from train_support import tiny_grpo_trainer
+    from train_support import completion_chars, tiny_grpo_trainer
 
     torch.manual_seed(0)
     engine = CompiledGeneration(compile="off", prompt_bucket=16)

@@ -155,3 +155,8 @@ def tiny_grpo_trainer(folder, out, prompts, engine, reward, max_new: int, **conf
                        train_dataset=Dataset.from_list([{"prompt": p} for p in prompts] * 4),
                        processing_class=AutoTokenizer.from_pretrained(folder), rollout_func=engine,
                        peft_config=LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM"))
+
+
+def completion_chars(completions, **kwargs):
+    """A reward function: each completion's length in characters."""
+    return [float(len(c[0]["content"])) for c in completions]

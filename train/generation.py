@@ -211,10 +211,11 @@ class CompiledGeneration:
         from salon.train.update_per_group import loss_tokens
 
         batches, self.ahead = self.ahead, None
-        made = self._generate([p for batch in batches for p in batch], trainer)
+        everything = [p for batch in batches for p in batch]
+        made = self._generate(everything, trainer)
         self.step_tokens = loss_tokens(made["completion_ids"], trainer)
         if self.on_step is not None:
-            self.on_step([p for batch in batches for p in batch], made["completion_ids"])
+            self.on_step(everything, made["completion_ids"])
         start = 0
         for batch in batches:
             part = slice(start, start + len(batch))

@@ -337,7 +337,7 @@ def train(cfg: TrainConfig) -> dict:
             trainer._generate = prefetching(trainer._generate, adapter, trainer)
             if engine is not None and cfg.grpo.generation_waves > 1:
                 engine.on_wave = prefetching_generated(adapter, trainer)
-            if engine is not None and cfg.grpo.update_per_group:
+            if cfg.grpo.update_per_group:  # the engine exists: refused above otherwise
                 engine.on_step = prefetching_generated(adapter, trainer)  # the whole step renders at once
         if hasattr(render, "start"):
             render.start()  # local worker processes: their browsers start while nothing else runs
