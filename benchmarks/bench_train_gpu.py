@@ -239,14 +239,17 @@ def weight_bytes(folder: Path, itemsize: int) -> int:
     return sum(p.numel() for p in model.parameters()) * itemsize
 
 
-def generation_bound(timings: Timings, step: int, cfg, nbytes: int, bandwidth: float) -> float:
-    """bench_generate_gpu's bound for one step's generation: its rows generated at once, their mean
-    prompt and completion lengths."""
+def generation_bound(timings: Timings, step: int, cfg, nbytes: int, bandwidth: float,
+                     whole_step: bool = False) -> float:
+    """bench_generate_gpu's bound for one step's generation: its rows generated at once (a call's, or
+    with grpo.update_per_group, `whole_step`, every row of the step: the first call generates them all),
+    their mean prompt and completion lengths."""
     rows = timings.rows.get(step, 0)
     if not rows:
         return float("nan")
-    return bound_tokens_per_s(cfg, nbytes, rows / timings.calls[step], timings.prompt_tokens[step] / rows,
-                              timings.tokens[step] / rows, bandwidth)
+    at_once = rows if whole_step else rows / timings.calls[step]
+    return bound_tokens_per_s(cfg, nbytes, at_once, timings.prompt_tokens[step] / rows, timings.tokens[step] / rows,
+                              bandwidth)
 
 
 def run_dir(args, engine: str, gpu_render: str) -> Path:
@@ -289,7 +292,8 @@ def run_engine(args, engine: str, variant: list[str] | None, refs: Path, gpu_ren
         profiled = ProfiledStep(steps_run - 1)
     timings = Timings(profiled)
     timings.install()
-    summary = train(load_config(REPO / "train/configs/lora_1gpu.yaml", overrides))
+    config = load_config(REPO / "train/configs/lora_1gpu.yaml", overrides)
+    summary = train(config)
     logs = {int(h["step"]): h for h in summary["log_history"] if "salon/time/reward_s" in h}
     steps = []
     for step in sorted(timings.step):
@@ -313,8 +317,8 @@ def run_engine(args, engine: str, variant: list[str] | None, refs: Path, gpu_ren
     bandwidth = copy_bandwidth(torch.device("cpu" if args.cpu else "cuda"))
     cfg, nbytes = AutoConfig.from_pretrained(policy), weight_bytes(policy, 4 if args.cpu else 2)  # float32 / bf16
     for row in steps:
-        row["generation_share_of_bound"] = row["tokens_per_s"] / generation_bound(timings, row["step"] - 1, cfg, nbytes,
-                                                                                 bandwidth)
+        row["generation_share_of_bound"] = row["tokens_per_s"] / generation_bound(
+            timings, row["step"] - 1, cfg, nbytes, bandwidth, whole_step=config.grpo.update_per_group)
     # the GL path the reward's paintings were drawn on, as the archive recorded it
     gl = load_rollouts(run_dir(args, engine, gpu_render), images=False)["render_gl"].dropna().unique()
     return {"steps": steps, "peak_memory_gib": memory, "render_gl": sorted(map(str, gl)),

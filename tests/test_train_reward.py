@@ -128,9 +128,9 @@ def test_prefetch_starts_rendering_at_generation_and_is_reused(tiny, render_pool
     prompts, completions = ["Paint a teacup."] * 2, [fenced("still_02_teacup.js"), "nothing"]
     before = render_pool.rendered
     a.prefetch(prompts, [[{"role": "assistant", "content": c}] for c in completions], step=0)
-    assert len(a._prefetched) == 1
+    assert len(a._renders) == 1  # started at generation
     rewards, _ = call(a, prompts, completions, rows=[0, 0])
-    assert rewards[0] > 0 and not a._prefetched
+    assert rewards[0] > 0
     assert render_pool.rendered - before == 1  # rendered once, at prefetch
 
 
@@ -298,6 +298,51 @@ def test_prefetch_in_waves_renders_each_sketch_once_and_the_reward_uses_them(tin
     assert len(submitted) == 3  # the reward took every painting from the prefetch
     want, _ = call(adapter(tiny, render_pool, tmp_path / "plain"), prompts, completions, rows=[0, 0, 1, 1])
     assert got == pytest.approx(want, abs=1e-5)
+
+
+def test_a_whole_step_prefetched_serves_each_micro_batch_without_rendering_again(tiny, render_pool, tmp_path):
+    """grpo.update_per_group: the step's completions are prefetched at once, without their rows (TRL lays
+    each row's group side by side), then the reward comes a micro-batch (one row) at a time. One subject
+    in two rows, every completion a stand-in example: the reward renders nothing, and each completion
+    is its own render, though all drew the same example."""
+    submitted = []
+    real = submit_each(render_pool)
+
+    def counting(items):
+        submitted.extend(items)
+        return real(items)
+
+    planner = ExampleSketches(Planner(0), share=1.0, files=["still_02_teacup.js"])
+    a = adapter(tiny, render_pool, tmp_path, render=counting, planner=planner)
+    prompts, completions = ["Paint a teacup."] * 4, ["first", "second", "third", "fourth"]
+    a.prefetch(prompts, completions, step=3, group_size=2)
+    assert len(submitted) == 4 and len(set(submitted)) == 4
+    rewards = [call(a, prompts[k:k + 2], completions[k:k + 2], rows=[row] * 2, step=3)[0]
+               for k, row in ((0, 17), (2, 40))]
+    assert len(submitted) == 4  # every painting came from the prefetch
+    assert all(r > 0 for pair in rewards for r in pair)
+    df = load_rollouts(tmp_path, images=False)
+    assert df["substituted_example"].tolist() == ["still_02_teacup.js"] * 4 and df["code"].nunique() == 4
+
+
+def test_duplicate_sketches_in_a_step_share_one_render(tiny, render_pool, tmp_path):
+    """A collapsed policy writes one sketch many times: in a step (one render seed a prompt) it is one
+    painting, rendered once and given to each completion, across reward calls too."""
+    submitted = []
+    real = submit_each(render_pool)
+
+    def counting(items):
+        submitted.extend(items)
+        return real(items)
+
+    a = adapter(tiny, render_pool, tmp_path, render=counting)
+    same = fenced("still_02_teacup.js")
+    first, _ = call(a, ["Paint a teacup."] * 2, [same, same], rows=[0, 0], step=1)
+    second, _ = call(a, ["Paint a teacup."] * 2, [same, same], rows=[1, 1], step=1)
+    assert len(submitted) == 1
+    assert first[0] == pytest.approx(first[1], abs=1e-6) and all(r > 0 for r in first + second)
+    call(a, ["Paint a teacup."], [same], rows=[0], step=2)  # the next step renders its own
+    assert len(submitted) == 2
 
 
 def test_paintings_are_prepared_once_rendered_and_never_raise():

@@ -10,7 +10,8 @@ One sample through a call (`__call__` reads in this order):
 1. plan (salon.train.rollout.Planner): the sketch is extracted from the reply; its group (the
    completions of one dataset row), position and render seed are fixed;
 2. gate and render: the static gate runs at once; sketches that pass go to the render step, all
-   of the batch together (or already at generation time: `prefetch`);
+   of the batch together (or already at generation time: `prefetch`); one sketch with one seed is
+   rendered once a step, whichever completions wrote it;
 3. score (salon.train.scoring.Scorer): as soon as every painting of a group exists, the group is
    judged against one reference draw, while other groups still render (`reward.judge_as_rendered`:
    the last group pending the paintings ready so far, a batch at a time, against the same draw, while
@@ -63,8 +64,10 @@ class RewardAdapter:
         self.scorer, self.render, self.run, self.process = scorer, render, run, process
         self.recorder = recorder or Recorder(scorer.components, process=process)
         self.planner = planner or Planner(scorer.seed)
-        self._prefetched: dict[tuple[str, int], Future] = {}  # (code, seed) -> its render, this step's
-        self._prefetched_step: int | None = None
+        # this step's renders by (code, seed): started at generation (prefetch) or by a reward call, and
+        # shared by every completion with that key (one sketch with one seed is one painting)
+        self._renders: dict[tuple[str, int], RenderResult | Future] = {}
+        self._renders_step: int | None = None
         # each painting is decoded and measured (scoring.prepare) the moment it is rendered, while the judge
         # works on earlier groups (decoding alone is about 16 ms a 600x600 PNG on a CPU: a second at 64)
         self._preparing = ThreadPoolExecutor(max_workers=2, thread_name_prefix="salon-prepare")
@@ -81,7 +84,7 @@ class RewardAdapter:
         self.calls += 1
         samples = self.planner.plan(prompts, [completion_text(c) for c in completions], step,
                                     columns.get("row"), columns.get("subject"))
-        started = self._start(samples)
+        started = self._start(samples, step)
         prepared = [prepared_when_rendered(x, self._preparing) for x in started]
         rollouts: list[Rollout | None] = [None] * len(samples)
         # judge_s: scoring a group (the pairwise judge, the image judges, decoding, the records);
@@ -106,34 +109,40 @@ class RewardAdapter:
         self.recorder.record(rollouts, step, log_metric, timing)
         return [r.reward for r in rollouts]
 
-    def prefetch(self, prompts, completions, step: int) -> None:
+    def prefetch(self, prompts, completions, step: int, group_size: int | None = None) -> None:
         """Start rendering right after generation (TRL computes log-probs before it asks for
         rewards), after each wave of it, or for the whole step at once (grpo.update_per_group, whose
-        reward calls come a micro-batch at a time); the reward calls pick the futures up by (code,
-        seed). What is already rendering is not started again."""
-        if step != self._prefetched_step:  # what an earlier step did not use was another step's sketches
-            self._prefetched, self._prefetched_step = {}, step
-        samples = self.planner.plan(prompts, [completion_text(c) for c in completions], step)
-        todo = [key for key in dict.fromkeys((s.code, s.seed) for s in samples if not gate.static_violations(s.code))
-                if key not in self._prefetched]
-        self._prefetched.update(zip(todo, self.render(todo)))
+        reward calls come a micro-batch at a time); the reward calls pick the renders up by (code,
+        seed). `group_size` (TRL's num_generations): each run of that many completions is one row's
+        group, as TRL lays them out, so the planner groups them as the reward call will (by its `row`
+        column); a stand-in planner (salon.train.smoke) picks its sketch by group and position."""
+        rows = None if group_size is None else [i // group_size for i in range(len(prompts))]
+        samples = self.planner.plan(prompts, [completion_text(c) for c in completions], step, rows)
+        self._render_all([s for s in samples if not gate.static_violations(s.code)], step)
 
     # ---- the steps -----------------------------------------------------------------------------
-    def _start(self, samples: list[Sample]) -> list[RenderResult | Future]:
-        """The static gate now; a render future (prefetched or new) for each sketch that passes."""
+    def _start(self, samples: list[Sample], step: int) -> list[RenderResult | Future]:
+        """The static gate now; this step's render (prefetched, or started now) of each sketch that passes."""
         started: list[RenderResult | Future | None] = [None] * len(samples)
-        todo = []
+        passing = []
         for i, s in enumerate(samples):
             static = gate.static_violations(s.code)
             if static:
                 started[i] = RenderResult(ok=False, violations=static)
-            elif (s.code, s.seed) in self._prefetched:
-                started[i] = self._prefetched.pop((s.code, s.seed))
             else:
-                todo.append(i)
-        for i, fut in zip(todo, self.render([(samples[i].code, samples[i].seed) for i in todo])):
-            started[i] = fut
+                passing.append(i)
+        renders = self._render_all([samples[i] for i in passing], step)
+        for i in passing:
+            started[i] = renders[samples[i].code, samples[i].seed]
         return started
+
+    def _render_all(self, samples: list[Sample], step: int) -> dict[tuple[str, int], RenderResult | Future]:
+        """This step's renders, with those of `samples` not yet started submitted in one batch."""
+        if step != self._renders_step:  # what an earlier step did not use was another step's sketches
+            self._renders, self._renders_step = {}, step
+        todo = [key for key in dict.fromkeys((s.code, s.seed) for s in samples) if key not in self._renders]
+        self._renders.update(zip(todo, self.render(todo)))
+        return self._renders
 
     def _rollout(self, s: Sample, res: RenderResult, scored: Scored, step: int) -> Rollout:
         draw, judge = scored.draw, self.scorer.judge
@@ -217,7 +226,7 @@ def prefetching_generated(adapter: RewardAdapter, trainer):
     otherwise would only be rendered again at reward time."""
     def generated(prompts, completion_ids):
         texts = trainer.processing_class.batch_decode(completion_ids, skip_special_tokens=True)
-        adapter.prefetch(prompts, texts, trainer.state.global_step)
+        adapter.prefetch(prompts, texts, trainer.state.global_step, trainer.num_generations)
 
     return generated
 
@@ -226,7 +235,8 @@ def prefetching(generate, adapter: RewardAdapter, trainer):
     """Wrap a GRPOTrainer's `_generate` so rendering starts the moment completions exist."""
     def wrapped(prompts):
         out = generate(prompts)
-        adapter.prefetch(prompts, out[3], trainer.state.global_step)  # out[3]: the decoded completions
+        # out[3]: the decoded completions
+        adapter.prefetch(prompts, out[3], trainer.state.global_step, trainer.num_generations)
         return out
 
     return wrapped

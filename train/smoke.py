@@ -6,7 +6,8 @@
 A random policy (the tiny models of a smoke run, random weights in a benchmark) writes no sketch,
 so every rollout would fail the gate and nothing would be rendered or judged. This planner gives
 the first `share` of each group a bundled example sketch (curate/examples/*.js) in place of the
-policy's code, so rendering and judging do their real work. The policy's own text is still what
+policy's code, so rendering and judging do their real work; a comment at its end names the example
+and the completion, so each completion is its own sketch and its own render, as a policy's are. The policy's own text is still what
 the length component and the archive's `completion` see, and each swapped rollout names its
 example in the archive's `substituted_example` column. The production reward never does this:
 only a config's `smoke:` section, tests and benchmarks opt in.
@@ -14,6 +15,7 @@ only a config's `smoke:` section, tests and benchmarks opt in.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -52,6 +54,10 @@ class ExampleSketches:
                 # chosen by prompt and position, so a prefetch (which has no row) picks the same one
                 name, code = self._examples[group_seed(self.planner.seed, step, s.prompt, s.position)
                                             % len(self._examples)]
-                s = replace(s, code=code, substituted_example=name)
+                # marked with the completion it stands in for: each completion is its own sketch, as a
+                # policy's are, so two that drew one example are two renders, not one shared painting
+                mark = hashlib.sha256(s.completion.encode()).hexdigest()[:16]
+                s = replace(s, code=f"{code}\n// salon smoke: {name} in place of completion {mark}\n",
+                            substituted_example=name)
             out.append(s)
         return out
