@@ -129,6 +129,10 @@ def test_prefetch_starts_rendering_at_generation_and_is_reused(tiny, render_pool
     before = render_pool.rendered
     a.prefetch(prompts, [[{"role": "assistant", "content": c}] for c in completions], step=0)
     assert len(a._renders) == 1  # started at generation
+    (render, prepared), = a._renders.values()
+    # decoded and measured as soon as it is rendered, before any reward call asks for it
+    image, composed = prepared.result(timeout=60)
+    assert render.done() and image.size == (600, 600) and composed.coverage > 0
     rewards, _ = call(a, prompts, completions, rows=[0, 0])
     assert rewards[0] > 0
     assert render_pool.rendered - before == 1  # rendered once, at prefetch

@@ -64,12 +64,14 @@ class RewardAdapter:
         self.scorer, self.render, self.run, self.process = scorer, render, run, process
         self.recorder = recorder or Recorder(scorer.components, process=process)
         self.planner = planner or Planner(scorer.seed)
-        # this step's renders by (code, seed): started at generation (prefetch) or by a reward call, and
-        # shared by every completion with that key (one sketch with one seed is one painting)
-        self._renders: dict[tuple[str, int], RenderResult | Future] = {}
+        # this step's renders by (code, seed), each with its preparation: started at generation (prefetch)
+        # or by a reward call, and shared by every completion with that key (one sketch with one seed is
+        # one painting)
+        self._renders: dict[tuple[str, int], tuple[RenderResult | Future, Future]] = {}
         self._renders_step: int | None = None
-        # each painting is decoded and measured (scoring.prepare) the moment it is rendered, while the judge
-        # works on earlier groups (decoding alone is about 16 ms a 600x600 PNG on a CPU: a second at 64)
+        # each painting is decoded and measured (scoring.prepare) the moment it is rendered, not when a reward
+        # call asks for it (decoding and measuring are 15-30 ms a 600x600 PNG on a CPU: a group's 8 would
+        # hold the card for a call of one group, grpo.update_per_group's)
         self._preparing = ThreadPoolExecutor(max_workers=2, thread_name_prefix="salon-prepare")
         self.calls = 0
 
@@ -84,8 +86,7 @@ class RewardAdapter:
         self.calls += 1
         samples = self.planner.plan(prompts, [completion_text(c) for c in completions], step,
                                     columns.get("row"), columns.get("subject"))
-        started = self._start(samples, step)
-        prepared = [prepared_when_rendered(x, self._preparing) for x in started]
+        started, prepared = self._start(samples, step)
         rollouts: list[Rollout | None] = [None] * len(samples)
         # judge_s: scoring a group (the pairwise judge, the image judges, decoding, the records);
         # pairwise_judge_s: the pairwise judge's share of it
@@ -121,27 +122,33 @@ class RewardAdapter:
         self._render_all([s for s in samples if not gate.static_violations(s.code)], step)
 
     # ---- the steps -----------------------------------------------------------------------------
-    def _start(self, samples: list[Sample], step: int) -> list[RenderResult | Future]:
-        """The static gate now; this step's render (prefetched, or started now) of each sketch that passes."""
+    def _start(self, samples: list[Sample], step: int) -> tuple[list[RenderResult | Future], list[Future]]:
+        """The static gate now; this step's render (prefetched, or started now) of each sketch that
+        passes, and its preparation (`prepared_when_rendered`)."""
         started: list[RenderResult | Future | None] = [None] * len(samples)
+        prepared: list[Future | None] = [None] * len(samples)
         passing = []
         for i, s in enumerate(samples):
             static = gate.static_violations(s.code)
             if static:
                 started[i] = RenderResult(ok=False, violations=static)
+                prepared[i] = prepared_when_rendered(started[i], self._preparing)
             else:
                 passing.append(i)
         renders = self._render_all([samples[i] for i in passing], step)
         for i in passing:
-            started[i] = renders[samples[i].code, samples[i].seed]
-        return started
+            started[i], prepared[i] = renders[samples[i].code, samples[i].seed]
+        return started, prepared
 
-    def _render_all(self, samples: list[Sample], step: int) -> dict[tuple[str, int], RenderResult | Future]:
-        """This step's renders, with those of `samples` not yet started submitted in one batch."""
+    def _render_all(self, samples: list[Sample],
+                    step: int) -> dict[tuple[str, int], tuple[RenderResult | Future, Future]]:
+        """This step's renders and their preparations, with those of `samples` not yet started
+        submitted in one batch."""
         if step != self._renders_step:  # what an earlier step did not use was another step's sketches
             self._renders, self._renders_step = {}, step
         todo = [key for key in dict.fromkeys((s.code, s.seed) for s in samples) if key not in self._renders]
-        self._renders.update(zip(todo, self.render(todo)))
+        for key, render in zip(todo, self.render(todo)):
+            self._renders[key] = render, prepared_when_rendered(render, self._preparing)
         return self._renders
 
     def _rollout(self, s: Sample, res: RenderResult, scored: Scored, step: int) -> Rollout:
