@@ -7,9 +7,9 @@ A random policy (the tiny models of a smoke run, random weights in a benchmark) 
 so every rollout would fail the gate and nothing would be rendered or judged. This planner gives
 the first `share` of each group a bundled example sketch (curate/examples/*.js) in place of the
 policy's code, so rendering and judging do their real work; a comment at its end names the example
-and the completion, so each completion is its own sketch and its own render, as a policy's are. The policy's own text is still what
-the length component and the archive's `completion` see, and each swapped rollout names its
-example in the archive's `substituted_example` column. The production reward never does this:
+and the completion, so each completion is its own sketch and its own render, as a policy's are. The
+policy's own text is still what the length component and the archive's `completion` see, and each
+swapped rollout names its example in the archive's `substituted_example` column. The production reward never does this:
 only a config's `smoke:` section, tests and benchmarks opt in.
 """
 
@@ -51,7 +51,7 @@ class ExampleSketches:
         out = []
         for s in samples:
             if s.position < math.ceil(self.share * sizes[s.group]):
-                # chosen by prompt and position, so a prefetch (which has no row) picks the same one
+                # chosen by prompt and position in the group, so a prefetch (grouping as TRL lays rows out) picks the same
                 name, code = self._examples[group_seed(self.planner.seed, step, s.prompt, s.position)
                                             % len(self._examples)]
                 # marked with the completion it stands in for: each completion is its own sketch, as a
