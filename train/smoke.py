@@ -51,7 +51,7 @@ class ExampleSketches:
         out = []
         for s in samples:
             if s.position < math.ceil(self.share * sizes[s.group]):
-                # chosen by prompt and position in the group, so a prefetch (grouping as TRL lays rows out) picks the same
+                # chosen by prompt and position in the group: a prefetch (grouping as TRL lays rows out) agrees
                 name, code = self._examples[group_seed(self.planner.seed, step, s.prompt, s.position)
                                             % len(self._examples)]
                 # marked with the completion it stands in for: each completion is its own sketch, as a
