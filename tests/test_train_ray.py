@@ -46,6 +46,11 @@ def no_cluster_left():
         pytest.fail("a Ray cluster was left running")
 
 
+def distinct(code: str, n: int = 4) -> list[str]:
+    """n replies with the same painting as n sketches (one sketch with one seed is one render a step)."""
+    return [reply(f"{code}\n// sample {i}\n") for i in range(n)]
+
+
 def reply(code: str) -> str:
     return f"Here is the painting.\n```javascript\n{code}\n```"
 
@@ -76,7 +81,7 @@ def test_a_killed_actor_makes_its_samples_none_never_zero(tmp_path):
         metrics: dict[str, float] = {}
         rewards: list = []
         call = threading.Thread(target=lambda: rewards.extend(adapter(
-            prompts=prompts, completions=[reply(HEAVY)] * 4, row=[0, 0, 1, 1], log_metric=metrics.__setitem__)))
+            prompts=prompts, completions=distinct(HEAVY), row=[0, 0, 1, 1], log_metric=metrics.__setitem__)))
         call.start()
         deadline = time.monotonic() + 60
         while len(submitted) < 4 and time.monotonic() < deadline:
@@ -99,7 +104,7 @@ def test_a_killed_actor_makes_its_samples_none_never_zero(tmp_path):
 
         # the run goes on: the next step renders everything, on a fresh actor in the dead one's slot
         submitted.clear()
-        later = adapter(prompts=prompts, completions=[reply(LIGHT)] * 4, row=[0, 0, 1, 1])
+        later = adapter(prompts=prompts, completions=distinct(LIGHT), row=[0, 0, 1, 1])
         assert all(r is not None and r > 0 for r in later)
         assert render.replaced == 1 and {f.salon_actor for f in submitted} == {0, 1}
     finally:
