@@ -321,7 +321,11 @@ def run_engine(args, engine: str, variant: list[str] | None, refs: Path, gpu_ren
             timings, row["step"] - 1, cfg, nbytes, bandwidth, whole_step=config.grpo.update_per_group)
     # the GL path the reward's paintings were drawn on, as the archive recorded it
     gl = load_rollouts(run_dir(args, engine, gpu_render), images=False)["render_gl"].dropna().unique()
-    return {"steps": steps, "peak_memory_gib": memory, "render_gl": sorted(map(str, gl)),
+    # each reward call's wait for paintings (several a step with grpo.update_per_group): the first group's
+    # wait against the later ones', printed beside the step
+    waits = {str(step + 1): timings.reward_parts.get(step, {}).get("salon/time/render_wait_s", [])
+             for step in sorted(timings.step)}
+    return {"steps": steps, "peak_memory_gib": memory, "render_gl": sorted(map(str, gl)), "render_waits": waits,
             "profile": profiled.result if profiled else None}
 
 
@@ -454,6 +458,9 @@ def main(argv: list[str] | None = None) -> int:
             for row in result["steps"]:
                 print(f"  {label} step {row['step']}: " + ", ".join(
                     f"{k} {v:.2f}" for k, v in row.items() if k != "step"), flush=True)
+                waits = result["render_waits"].get(str(row["step"]), [])
+                print(f"  {label} step {row['step']}: waits for paintings, call by call: "
+                      + " ".join(f"{w:.2f}" for w in waits), flush=True)
             finished.by_path.setdefault(engine, {})[gpu_render] = steady_mean(result)
             if gpu_render == paths[0]:
                 finished.engines[engine] = finished.by_path[engine][gpu_render]
