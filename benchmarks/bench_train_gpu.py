@@ -131,9 +131,13 @@ class Timings:
         # step with grpo.update_per_group, where TRL's log would give their mean)
         self.reward_parts: dict[int, dict[str, list[float]]] = {}
 
+    def reward_values(self, step: int, name: str) -> list[float]:
+        """Every value of salon/time/NAME the step's reward calls logged, in call order."""
+        return self.reward_parts.get(step, {}).get(f"salon/time/{name}", [])
+
     def reward_part(self, step: int, name: str) -> float:
         """A reward timing over the step: the slowest for *_max_s, the mean for *_mean_s, else the sum."""
-        values = self.reward_parts.get(step, {}).get(f"salon/time/{name}")
+        values = self.reward_values(step, name)
         if not values:
             return float("nan")
         if name.endswith("_max_s"):
@@ -323,8 +327,7 @@ def run_engine(args, engine: str, variant: list[str] | None, refs: Path, gpu_ren
     gl = load_rollouts(run_dir(args, engine, gpu_render), images=False)["render_gl"].dropna().unique()
     # each reward call's wait for paintings (several a step with grpo.update_per_group): the first group's
     # wait against the later ones', printed beside the step
-    waits = {str(step + 1): timings.reward_parts.get(step, {}).get("salon/time/render_wait_s", [])
-             for step in sorted(timings.step)}
+    waits = {str(step + 1): timings.reward_values(step, "render_wait_s") for step in sorted(timings.step)}
     return {"steps": steps, "peak_memory_gib": memory, "render_gl": sorted(map(str, gl)), "render_waits": waits,
             "profile": profiled.result if profiled else None}
 

@@ -9,8 +9,8 @@ the first `share` of each group a bundled example sketch (curate/examples/*.js) 
 policy's code, so rendering and judging do their real work; a comment at its end names the example
 and the completion, so each completion is its own sketch and its own render, as a policy's are. The
 policy's own text is still what the length component and the archive's `completion` see, and each
-swapped rollout names its example in the archive's `substituted_example` column. The production reward never does this:
-only a config's `smoke:` section, tests and benchmarks opt in.
+swapped rollout names its example in the archive's `substituted_example` column. The production
+reward never does this: only a config's `smoke:` section, tests and benchmarks opt in.
 """
 
 from __future__ import annotations
