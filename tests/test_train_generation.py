@@ -499,42 +499,45 @@ KERNEL_CHECK = """
 import torch
 from salon.train import decode_attention as da
 torch.manual_seed(0)
-batch, kv, groups, dim, bucket = 5, 2, 3, 32, 48
-prompts = [[1] * 40, [2] * 17, [1] * 40, [3] * 5, [2] * 17]
+batch, kv, groups, dim, bucket = 6, 2, 3, 32, 48
+prompts = [[1] * 40, [2] * 17, [1] * 40, [3] * 5, [2] * 17, [1] * 40]
 for length in (200, 600):  # one slice, and three merged (da.SPLIT positions each)
     q = torch.randn(batch, kv * groups, 1, dim)
     k, v = torch.randn(batch, kv, length, dim), torch.randn(batch, kv, length, dim)
     mask = torch.zeros(batch, length, dtype=torch.long)
     for i, p in enumerate(prompts):
         mask[i, bucket - len(p):bucket] = 1
-    for row, first in ((2, 0), (4, 1)):  # the same prompt, the same prompt keys and values
+    for row, first in ((2, 0), (4, 1), (5, 0)):  # the same prompt, the same prompt keys and values
         k[row, :, :bucket], v[row, :, :bucket] = k[first, :, :bucket], v[first, :, :bucket]
-    span = da.DecodeSpan.start(mask, bucket, prompts)
-    for end in sorted({bucket + 1, bucket + 90, length - 77, length}):
-        mask[:, bucket:end] = 1
-        span.advance(end)
-        whole = torch.nn.functional.scaled_dot_product_attention(
-            q.reshape(batch, kv, groups, dim), k, v, attn_mask=mask[:, None, None].bool(), scale=0.3)
-        want = da.reference_attention(q, k, v, span, 0.3)
-        assert (want - whole.reshape(batch, 1, kv * groups, dim)).abs().max() < 1e-5
-        corrupt_k, corrupt_v = k.clone(), v.clone()  # rows 2 and 4 read their prompt from rows 0 and 1
-        corrupt_k[[2, 4], :, :bucket], corrupt_v[[2, 4], :, :bucket] = 7.0, -7.0
-        # today's tiling, and others benchmarks/probe_filled_attention.py may choose (positions per inner step
-        # and per program, tensor cores or multiply-adds; warps and stages do not change what is computed)
-        for tiling in ({}, {"block": 32, "split": 64}, {"block": 128, "split": 512}, {"dot": False},
-                       {"block": 32, "split": 1024, "dot": False}):
-            got = da.run_kernel(da._slice_kernel, q, corrupt_k, corrupt_v, mask, span.bounds, span.prefix_row, 0.3,
-                                **tiling)
-            assert got.shape == want.shape and got.dtype == q.dtype
-            assert (got - want).abs().max() < 1e-5, (length, end, tiling, (got - want).abs().max())
+    # a tile of up to 8 rows of a prompt (the three of prompt 1 in one), and of 2 (prompt 1 in two tiles)
+    for group_rows, read_from in ((da.GROUP_ROWS, {2: 0, 5: 0, 4: 1}), (2, {2: 0, 4: 1})):
+        mask[:, bucket:] = 0
+        span = da.DecodeSpan.start(mask, bucket, prompts, group_rows=group_rows)
+        assert span.shared_rows == len(read_from)
+        for end in sorted({bucket + 1, bucket + 90, length - 77, length}):
+            mask[:, bucket:end] = 1
+            span.advance(end)
+            whole = torch.nn.functional.scaled_dot_product_attention(
+                q.reshape(batch, kv, groups, dim), k, v, attn_mask=mask[:, None, None].bool(), scale=0.3)
+            want = da.reference_attention(q, k, v, span, 0.3)
+            assert (want - whole.reshape(batch, 1, kv * groups, dim)).abs().max() < 1e-5
+            corrupt_k, corrupt_v = k.clone(), v.clone()  # rows whose prompt is read with another row's
+            corrupt_k[list(read_from), :, :bucket], corrupt_v[list(read_from), :, :bucket] = 7.0, -7.0
+            # today's tiling, and others benchmarks/probe_filled_attention.py may choose (positions per
+            # inner step and per program; warps and stages do not change what is computed)
+            for tiling in ({}, {"block": 32, "split": 64}, {"block": 128, "split": 512}, {"block": 32, "split": 1024}):
+                got = da.run_kernel(da._tile_kernel, q, corrupt_k, corrupt_v, mask, span.bounds, span.slots,
+                                    span.kv_row, 0.3, **tiling)
+                assert got.shape == want.shape and got.dtype == q.dtype
+                assert (got - want).abs().max() < 1e-5, (length, end, tiling, (got - want).abs().max())
 print("kernel ok")
 """
 
 
 def test_the_decode_kernel_equals_sdpa_under_tritons_interpreter():
     """The Triton kernel itself, run by Triton's CPU interpreter in float32: SDPA's result over the
-    filled positions, with a group's prompt read from its first row (the others' copies are spoiled
-    here to show they are not read). benchmarks/check_decode_kernel_gpu.py runs it on a GPU."""
+    filled positions, with a prompt's positions read once for the rows of a tile, from its first row
+    (the others' copies are spoiled here to show they are not read). benchmarks/check_decode_kernel_gpu.py runs it on a GPU."""
     import os
     import subprocess
     import sys

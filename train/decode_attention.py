@@ -25,16 +25,19 @@ step (decode.py): about max_new_tokens / KEY_CHUNK of them per prompt bucket.
 Filled. A split-KV Triton kernel reads only positions [begin, end): begin is the first position
 any row's prompt uses (the bucket's left padding before it is skipped), end the positions filled so
 far, read from a device tensor, so one captured CUDA graph serves every step. Each program takes
-one (row, KV head, slice of positions), folds the KV head's query heads into one tile (grouped
-query attention without repeating K and V) and keeps an online softmax in float32; a second kernel
-merges the slices by their log-sum-exp.
+one (tile of query rows, KV head, slice of positions), folds the KV head's query heads into the tile
+(grouped query attention without repeating K and V) and keeps an online softmax in float32; a second
+kernel merges the slices by their log-sum-exp.
 
-Rows with the same prompt (the completions of one GRPO group) hold the same prompt keys and values.
-The kernel reads a row's prompt positions from the first row with that prompt (`prefix_row`), and
-rows are the fastest axis of the launch, so the programs of one group read the same prompt bytes at
-about the same time and the copies after the first come from L2, not memory. The values read are
-the ones the row holds itself (the same prompt through the same prefill), so nothing changes but
-where they are read from.
+Rows with the same prompt (the completions of one GRPO group) hold the same prompt keys and values,
+so the prompt positions are read once for up to GROUP_ROWS of them: a program serves a tile of query
+rows, either one row's query heads over its own new positions, or a group's rows' query heads (8 rows
+of Qwen3-1.7B's 2 heads per KV head: a tile of 16, the least the tensor cores take) over the prompt
+positions, read from the group's first row. Each row's slices, its prompt's and its own, are then
+merged by their log-sum-exp. The values read are the ones the row holds itself (the same prompt
+through the same prefill), so nothing changes but how often they are read: at 64 rows, 8 prompts of
+600 tokens and 1,024 new tokens so far, the prompt was 37 % of a step's key and value bytes read
+once a row, and 7 % read once a group.
 
 The mask is the decoder's own 2D attention mask (left padding and unfilled positions 0), applied per
 position, so the result is SDPA's over the same keys up to float rounding; on a CPU (and under
@@ -59,30 +62,46 @@ except ImportError:  # no Triton: the reference path only (a CPU-only torch buil
 ATTENTION = "salon_grouped_decode"  # the merged copy's attention (decode.grouped_decode_attention)
 KEY_CHUNK = 256  # buckets: the positions a step attends, rounded up to a multiple of this
 # The tiling: the fastest exact one of 72 in benchmarks/probe_filled_attention.py on an H200 at 64 rows
-# (results/probe_filled_attention_h200.json: 281 against 296 us a layer for 1,024 + 2,048 new tokens)
+# for the kernel of one row a program (results/probe_filled_attention_h200.json: 281 against 296 us
+# a layer for 1,024 + 2,048 new tokens), kept for the tiles until the probe has timed them
 BLOCK_N = 128  # positions per inner step of a program
 SPLIT = 256  # positions per program (a multiple of BLOCK_N): more programs for short caches
-NUM_WARPS, NUM_STAGES = 4, 2  # the slice kernel's warps per program and software-pipelining depth
-DOT = True  # the slice kernel's products on the tensor cores (tl.dot), or as multiply-adds
+NUM_WARPS, NUM_STAGES = 4, 2  # the tile kernel's warps per program and software-pipelining depth
+# rows of one prompt a tile serves over the prompt positions: with Qwen3-1.7B's 2 query heads a KV
+# head, 16 query rows, the smallest tile the tensor cores take
+GROUP_ROWS = 8
 
 
 @dataclass
 class DecodeSpan:
     """What the kernel needs besides q, k, v: the 2D mask (batch, cache), bounds = [begin, end,
-    prefix_len] (int32, on the device; end moves every step) and prefix_row (batch,): the row whose
-    prompt keys a row reads."""
+    prompt_end] (int32, on the device; end moves every step), and its tiles: `slots` (2 x batch,
+    GROUP_ROWS), the rows whose queries each tile serves (-1: none), and `kv_row`, the row whose keys
+    and values it reads. Tiles [0, batch) are the rows over their own new positions, one row each;
+    the ones after, the rows of each prompt, GROUP_ROWS at a time, over the prompt positions (the
+    rest serve no row)."""
 
     mask: torch.Tensor
     bounds: torch.Tensor
-    prefix_row: torch.Tensor
+    slots: torch.Tensor
+    kv_row: torch.Tensor
 
     @classmethod
-    def start(cls, mask: torch.Tensor, bucket: int, prompt_ids: list[list[int]]) -> "DecodeSpan":
-        longest = max(len(p) for p in prompt_ids)
-        first: dict[tuple, int] = {}
-        rows = [first.setdefault(tuple(p), i) for i, p in enumerate(prompt_ids)]
-        bounds = torch.tensor([bucket - longest, bucket, bucket], dtype=torch.int32, device=mask.device)
-        return cls(mask, bounds, torch.tensor(rows, dtype=torch.int32, device=mask.device))
+    def start(cls, mask: torch.Tensor, bucket: int, prompt_ids: list[list[int]],
+              group_rows: int = GROUP_ROWS) -> "DecodeSpan":
+        batch, longest = len(prompt_ids), max(len(p) for p in prompt_ids)
+        by_prompt: dict[tuple, list[int]] = {}
+        for i, p in enumerate(prompt_ids):
+            by_prompt.setdefault(tuple(p), []).append(i)
+        shared = [rows[i:i + group_rows] for rows in by_prompt.values() for i in range(0, len(rows), group_rows)]
+        slots = torch.full((2 * batch, group_rows), -1, dtype=torch.int32)
+        kv_row = torch.zeros(2 * batch, dtype=torch.int32)
+        slots[:batch, 0] = kv_row[:batch] = torch.arange(batch, dtype=torch.int32)
+        for tile, rows in enumerate(shared, start=batch):
+            slots[tile, :len(rows)] = torch.tensor(rows, dtype=torch.int32)
+            kv_row[tile] = rows[0]
+        bounds = torch.tensor([bucket - longest, bucket, bucket], dtype=torch.int32)
+        return cls(mask, bounds.to(mask.device), slots.to(mask.device), kv_row.to(mask.device))
 
     def advance(self, end: int) -> None:
         # fill_, not `bounds[1] = end`: that copies a host scalar into the card's tensor, which waits for
@@ -91,8 +110,10 @@ class DecodeSpan:
 
     @property
     def shared_rows(self) -> int:
-        """Rows that read another row's prompt."""
-        return int((self.prefix_row != torch.arange(len(self.prefix_row), device=self.prefix_row.device)).sum())
+        """Rows whose prompt positions another row's are read with (the prompt read once for them)."""
+        batch = len(self.mask)
+        prompt_tiles = self.slots[batch:]
+        return int((prompt_tiles >= 0).sum()) - int((prompt_tiles[:, 0] >= 0).sum())
 
 
 def reference_attention(query, key, value, span: DecodeSpan, scale: float) -> torch.Tensor:
@@ -112,71 +133,70 @@ def reference_attention(query, key, value, span: DecodeSpan, scale: float) -> to
 def filled_decode_attention(query, key, value, span: DecodeSpan, scale: float) -> torch.Tensor:
     """query (batch, heads, 1, dim), key/value (batch, kv heads, cache, dim) -> (batch, 1, heads, dim)."""
     if query.is_cuda and triton is not None:
-        return torch.ops.salon.filled_decode_attention(query, key, value, span.mask, span.bounds, span.prefix_row,
-                                                      scale)
+        return torch.ops.salon.filled_decode_attention(query, key, value, span.mask, span.bounds, span.slots,
+                                                      span.kv_row, scale)
     return reference_attention(query, key, value, span, scale)
 
 
 if triton is not None:
 
     @triton.jit
-    def _slice_kernel(Q, K, V, Mask, Bounds, PrefixRow, O, Mx, Sm,
-                      stride_qb, stride_qh, stride_kb, stride_kh, stride_kl, stride_vb, stride_vh, stride_vl,
-                      stride_mb, stride_ob, stride_oh, stride_os, stride_xb, stride_xh,
-                      scale, G: tl.constexpr, GP: tl.constexpr, D: tl.constexpr, BLOCK: tl.constexpr,
-                      SLICE: tl.constexpr, IEEE: tl.constexpr, DOT: tl.constexpr):
-        b = tl.program_id(0)  # rows fastest: a group's programs read the same prompt positions together
+    def _tile_kernel(Q, K, V, Mask, Bounds, Slots, KvRow, O, Mx, Sm,
+                     stride_qb, stride_qh, stride_kb, stride_kh, stride_kl, stride_vb, stride_vh, stride_vl,
+                     stride_mb, stride_ob, stride_oh, stride_os, stride_xb, stride_xh, rows, slices,
+                     scale, G: tl.constexpr, R: tl.constexpr, M: tl.constexpr, D: tl.constexpr,
+                     BLOCK: tl.constexpr, SLICE: tl.constexpr, IEEE: tl.constexpr):
+        t = tl.program_id(0)  # the tile (DecodeSpan: tiles [0, rows) a row's new positions, then the prompts')
         h = tl.program_id(1)
         s = tl.program_id(2)
         begin = tl.load(Bounds)
         end = tl.load(Bounds + 1)
-        prefix_len = tl.load(Bounds + 2)
-        lo = tl.maximum(s * SLICE, (begin // BLOCK) * BLOCK)
-        hi = tl.minimum((s + 1) * SLICE, end)
-        offs_g = tl.arange(0, GP)
+        prompt_end = tl.load(Bounds + 2)
+        prompt = t >= rows
+        lo = tl.maximum(s * SLICE, tl.where(prompt, begin, prompt_end))
+        hi = tl.minimum((s + 1) * SLICE, tl.where(prompt, prompt_end, end))
+        offs_m = tl.arange(0, M)  # query row m: the tile's slot m // G, the KV head's query head m % G
+        slot = offs_m // G
+        row = tl.load(Slots + t * R + slot, mask=slot < R, other=-1)
+        live = row >= 0
+        row = tl.where(live, row, 0)
+        heads = h * G + offs_m % G
         offs_d = tl.arange(0, D)
-        live = offs_g < G
-        q = tl.load(Q + b * stride_qb + (h * G + offs_g)[:, None] * stride_qh + offs_d[None, :],
+        q = tl.load(Q + row[:, None] * stride_qb + heads[:, None] * stride_qh + offs_d[None, :],
                     mask=live[:, None], other=0.0)
-        m_i = tl.full([GP], float("-inf"), tl.float32)
-        l_i = tl.zeros([GP], tl.float32)
-        acc = tl.zeros([GP, D], tl.float32)
-        prow = tl.load(PrefixRow + b)
-        for start in range(lo, hi, BLOCK):
+        kv_row = tl.load(KvRow + t)
+        m_i = tl.full([M], float("-inf"), tl.float32)
+        l_i = tl.zeros([M], tl.float32)
+        acc = tl.zeros([M, D], tl.float32)
+        for start in range((lo // BLOCK) * BLOCK, hi, BLOCK):
             offs_n = start + tl.arange(0, BLOCK)
-            inside = offs_n < hi
-            row = tl.where(offs_n < prefix_len, prow, b)  # per position: a block may straddle the prompt's end
-            keep = inside & (tl.load(Mask + b * stride_mb + offs_n, mask=inside, other=0) != 0)
-            k = tl.load(K + row[:, None] * stride_kb + h * stride_kh + offs_n[:, None] * stride_kl + offs_d[None, :],
+            inside = (offs_n >= lo) & (offs_n < hi)
+            both = live[:, None] & inside[None, :]
+            keep = both & (tl.load(Mask + row[:, None] * stride_mb + offs_n[None, :], mask=both, other=0) != 0)
+            k = tl.load(K + kv_row * stride_kb + h * stride_kh + offs_n[:, None] * stride_kl + offs_d[None, :],
                         mask=inside[:, None], other=0.0)
-            v = tl.load(V + row[:, None] * stride_vb + h * stride_vh + offs_n[:, None] * stride_vl + offs_d[None, :],
+            v = tl.load(V + kv_row * stride_vb + h * stride_vh + offs_n[:, None] * stride_vl + offs_d[None, :],
                         mask=inside[:, None], other=0.0)
-            # DOT: the products on the tensor cores, a tile of at least 16 query rows (GP); otherwise
-            # multiply-adds on the query heads alone (GP = G: 2 for Qwen3-1.7B's 16 heads on 8)
-            if not DOT:
-                scores = tl.sum(q.to(tl.float32)[:, None, :] * k.to(tl.float32)[None, :, :], 2)
-            elif IEEE:
+            if IEEE:
                 scores = tl.dot(q, tl.trans(k), input_precision="ieee")
             else:
                 scores = tl.dot(q, tl.trans(k))
-            scores = tl.where(keep[None, :], scores * scale, float("-inf"))
+            scores = tl.where(keep, scores * scale, float("-inf"))
             m_new = tl.maximum(m_i, tl.max(scores, 1))
             m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
             alpha = tl.exp(m_i - m_use)
             p = tl.exp(scores - m_use[:, None])
             l_i = l_i * alpha + tl.sum(p, 1)
-            if not DOT:
-                acc = acc * alpha[:, None] + tl.sum(p[:, :, None] * v.to(tl.float32)[None, :, :], 1)
-            elif IEEE:
+            if IEEE:
                 acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
             else:
                 acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
             m_i = m_new
-        heads = h * G + offs_g
-        tl.store(O + b * stride_ob + heads[:, None] * stride_oh + s * stride_os + offs_d[None, :], acc,
+        part = s + tl.where(prompt, 0, slices)  # a row's slices: its prompt's, then its own
+        tl.store(O + row[:, None] * stride_ob + heads[:, None] * stride_oh + part * stride_os + offs_d[None, :], acc,
                  mask=live[:, None])
-        tl.store(Mx + b * stride_xb + heads * stride_xh + s, m_i, mask=live)
-        tl.store(Sm + b * stride_xb + heads * stride_xh + s, l_i, mask=live)
+        tl.store(Mx + row * stride_xb + heads * stride_xh + part, m_i, mask=live)
+        tl.store(Sm + row * stride_xb + heads * stride_xh + part, l_i, mask=live)
 
     @triton.jit
     def _merge_kernel(Part, Top, Total, O, stride_pb, stride_ph, stride_ps, stride_tb, stride_th, stride_ob, stride_oh,
@@ -197,41 +217,43 @@ if triton is not None:
         out = tl.sum(part * weight[:, None], 0) / tl.sum(total * weight, 0)
         tl.store(O + b * stride_ob + h * stride_oh + offs_d, out.to(O.dtype.element_ty))
 
-    def run_kernel(launch, query, key, value, mask, bounds, prefix_row, scale: float, block: int = BLOCK_N,
-                   split: int = SPLIT, warps: int = NUM_WARPS, stages: int = NUM_STAGES, dot: bool = DOT) -> torch.Tensor:
-        """The slices, then their merge; `launch` is the slice kernel (wrapped for torch.compile, or not).
-        block, split, warps, stages, dot: the slice kernel's tiling and its products (tensor cores or
-        not); benchmarks/probe_filled_attention.py times the choices on a card."""
+    def run_kernel(launch, query, key, value, mask, bounds, slots, kv_row, scale: float, block: int = BLOCK_N,
+                   split: int = SPLIT, warps: int = NUM_WARPS, stages: int = NUM_STAGES) -> torch.Tensor:
+        """The tiles' slices, then their merge; `launch` is the tile kernel (wrapped for torch.compile, or
+        not). block, split, warps, stages: the tile kernel's tiling (positions per inner step and per
+        program, warps, software pipelining); benchmarks/probe_filled_attention.py times the choices on a
+        card."""
         batch, heads, _, dim = query.shape
         kv, length = key.shape[1], key.shape[2]
-        groups = heads // kv
+        groups, rows_per_tile = heads // kv, slots.shape[1]
         slices = triton.cdiv(length, split)
         q = query.reshape(batch, heads, dim)
-        part = torch.empty((batch, heads, slices, dim), dtype=torch.float32, device=query.device)
-        top = torch.empty((batch, heads, slices), dtype=torch.float32, device=query.device)
+        part = torch.empty((batch, heads, 2 * slices, dim), dtype=torch.float32, device=query.device)
+        top = torch.empty((batch, heads, 2 * slices), dtype=torch.float32, device=query.device)
         total = torch.empty_like(top)
-        launch[(batch, kv, slices)](
-            q, key, value, mask, bounds, prefix_row, part, top, total,
+        launch[(slots.shape[0], kv, slices)](
+            q, key, value, mask, bounds, slots, kv_row, part, top, total,
             q.stride(0), q.stride(1), key.stride(0), key.stride(1), key.stride(2),
             value.stride(0), value.stride(1), value.stride(2), mask.stride(0),
-            part.stride(0), part.stride(1), part.stride(2), top.stride(0), top.stride(1),
-            scale, G=groups, GP=max(16 if dot else 1, triton.next_power_of_2(groups)), D=dim, BLOCK=block,
-            SLICE=split, IEEE=query.dtype == torch.float32, DOT=dot, num_warps=warps, num_stages=stages)
+            part.stride(0), part.stride(1), part.stride(2), top.stride(0), top.stride(1), batch, slices,
+            scale, G=groups, R=rows_per_tile, M=max(16, triton.next_power_of_2(rows_per_tile * groups)), D=dim,
+            BLOCK=block, SLICE=split, IEEE=query.dtype == torch.float32, num_warps=warps, num_stages=stages)
         out = torch.empty((batch, 1, heads, dim), dtype=query.dtype, device=query.device)
         _merge_kernel[(batch, heads)](part, top, total, out, part.stride(0), part.stride(1), part.stride(2),
-                                      top.stride(0), top.stride(1), out.stride(0), out.stride(2), slices,
-                                      SP=max(2, triton.next_power_of_2(slices)), D=dim, num_warps=4)
+                                      top.stride(0), top.stride(1), out.stride(0), out.stride(2), 2 * slices,
+                                      SP=max(2, triton.next_power_of_2(2 * slices)), D=dim, num_warps=4)
         return out
 
     # an opaque op for torch.compile: Triton compiles the kernel in this process at the first (eager)
     # call, and a CUDA graph captures its launch like any other kernel's
     @torch.library.custom_op("salon::filled_decode_attention", mutates_args=())
     def _filled_decode_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor,
-                                 bounds: torch.Tensor, prefix_row: torch.Tensor, scale: float) -> torch.Tensor:
-        return run_kernel(_slice_kernel, query, key, value, mask, bounds, prefix_row, scale)
+                                 bounds: torch.Tensor, slots: torch.Tensor, kv_row: torch.Tensor,
+                                 scale: float) -> torch.Tensor:
+        return run_kernel(_tile_kernel, query, key, value, mask, bounds, slots, kv_row, scale)
 
     @_filled_decode_attention.register_fake
-    def _(query, key, value, mask, bounds, prefix_row, scale):
+    def _(query, key, value, mask, bounds, slots, kv_row, scale):
         batch, heads, _, dim = query.shape
         return query.new_empty((batch, 1, heads, dim))
 

@@ -26,7 +26,7 @@ bound (shared/reference/generation-speed.md). This engine owns that path instead
    with attention that reads the KV heads as cached instead of repeating them per query head
    (`grpo.generation_attention: buckets` reads the cache up to the filled positions rounded up to
    a multiple of 256, one compiled step per length; `filled` reads only the filled positions, a
-   group's prompt positions from one row: on an H200 faster than the whole cache at batch 64 and
+   group's prompt positions once for the group: on an H200 faster than the whole cache at batch 64 and
    slower at batch 8, decode_attention.py, docs/training.md's generation engines; `auto`, the
    default, reads the filled positions in calls of 64 rows or more and the whole cache below).
    Prompts are left-padded to a multiple of `prompt_bucket` tokens, so shapes repeat across steps.
