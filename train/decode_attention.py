@@ -193,8 +193,10 @@ if triton is not None:
                 acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
             m_i = m_new
         part = s + tl.where(prompt, 0, slices)  # a row's slices: its prompt's, then its own
+        # a slice past the positions read has no sum to keep (the merge gives it no weight, unread):
+        # most of them are, the prompt's slices after it and the new positions' not yet filled
         tl.store(O + row[:, None] * stride_ob + heads[:, None] * stride_oh + part * stride_os + offs_d[None, :], acc,
-                 mask=live[:, None])
+                 mask=live[:, None] & (lo < hi))
         tl.store(Mx + row * stride_xb + heads * stride_xh + part, m_i, mask=live)
         tl.store(Sm + row * stride_xb + heads * stride_xh + part, l_i, mask=live)
 
@@ -211,9 +213,10 @@ if triton is not None:
         live = offs_s < S
         top = tl.load(Top + b * stride_tb + h * stride_th + offs_s, mask=live, other=float("-inf"))
         total = tl.load(Total + b * stride_tb + h * stride_th + offs_s, mask=live, other=0.0)
-        weight = tl.where(top == float("-inf"), 0.0, tl.exp(top - tl.max(top, 0)))  # a slice with nothing read: 0
+        read = top != float("-inf")  # a slice with nothing read: no weight, and its sum is not stored
+        weight = tl.where(read, tl.exp(top - tl.max(top, 0)), 0.0)
         part = tl.load(Part + b * stride_pb + h * stride_ph + offs_s[:, None] * stride_ps + offs_d[None, :],
-                       mask=live[:, None], other=0.0)
+                       mask=(live & read)[:, None], other=0.0)
         out = tl.sum(part * weight[:, None], 0) / tl.sum(total * weight, 0)
         tl.store(O + b * stride_ob + h * stride_oh + offs_d, out.to(O.dtype.element_ty))
 
