@@ -79,7 +79,8 @@ class DecodeSpan:
     GROUP_ROWS), the rows whose queries each tile serves (-1: none), and `kv_row`, the row whose keys
     and values it reads. Tiles [0, batch) are the rows over their own new positions, one row each;
     the ones after, the rows of each prompt, GROUP_ROWS at a time, over the prompt positions (the
-    rest serve no row)."""
+    rest serve no row: the table is as long whatever the prompts, so the launch is too, and a CUDA
+    graph captured for one call replays for the next)."""
 
     mask: torch.Tensor
     bounds: torch.Tensor
