@@ -383,3 +383,58 @@ def test_paintings_are_prepared_once_rendered_and_never_raise():
         assert measured == composition(expect)
     assert got[2:] == [(None, None)] * 3
     pool.shutdown()
+
+
+def test_a_call_waiting_for_its_paintings_judges_the_next_groups_and_their_calls_find_them_scored(
+        tiny, render_pool, tmp_path):
+    """grpo.update_per_group: the step is prefetched, then the reward comes a group at a time. The first
+    group's paintings are held back until the later group's are all judged: the first call judges them
+    while it waits, the later call finds them scored and judges nothing, every painting is judged once,
+    and the rewards are those of a call that scored everything itself (float32 judge on a CPU: 1e-5)."""
+    import threading
+
+    teacup = (EXAMPLES / "still_02_teacup.js").read_text()
+    judged_ahead = threading.Event()
+    real = submit_each(render_pool)
+
+    def held(items):  # the first group's paintings (the teacup prompt) come out once a later group is judged
+        out = []
+        for (code, _), future in zip(items, real(items)):
+            proxy = Future()
+
+            def finish(done, proxy=proxy, first=teacup.strip() in code):
+                def hand_over():
+                    if first:
+                        judged_ahead.wait(60)
+                    proxy.set_result(done.result())
+                threading.Thread(target=hand_over, daemon=True).start()
+            future.add_done_callback(finish)
+            out.append(proxy)
+        return out
+
+    prompts = ["Paint a teacup."] * 2 + ["Paint a lake."] * 2
+    completions = [fenced("still_02_teacup.js"), f"Another.\n```javascript\n{teacup}\n// the second\n```",
+                   fenced("koi_02_swirl.js"), fenced("mountain_02_collapse.js")]
+    a = adapter(tiny, render_pool, tmp_path / "ahead", render=held)
+    scored = []
+    score_group = a.scorer.score_group
+
+    def counting(samples, results, step, prepared=None):
+        out = score_group(samples, results, step, prepared)
+        scored.extend(s.completion for s in samples)
+        if sum(c in scored for c in completions[2:]) == 2:  # the later group whole, in one batch or more
+            judged_ahead.set()
+        return out
+
+    a.scorer.score_group = counting
+    a.prefetch(prompts, completions, step=2, group_size=2)
+    first, metrics = call(a, prompts[:2], completions[:2], rows=[0, 0], step=2)
+    assert judged_ahead.is_set() and metrics["salon/time/judge_ahead_s"] > 0
+    assert sorted(scored) == sorted(completions)  # its own group, and the next one ahead of its call
+    second, metrics = call(a, prompts[2:], completions[2:], rows=[1, 1], step=2)
+    assert len(scored) == 4 and metrics["salon/time/judge_s"] == 0  # found scored: nothing judged again
+    plain = adapter(tiny, render_pool, tmp_path / "plain")
+    want = [call(plain, prompts[k:k + 2], completions[k:k + 2], rows=[row] * 2, step=2)[0] for k, row in ((0, 0), (2, 1))]
+    assert first + second == pytest.approx(want[0] + want[1], abs=1e-5) and all(r > 0 for r in first + second)
+    df = load_rollouts(tmp_path / "ahead", images=False)
+    assert sorted(df["completion"]) == sorted(completions) and df["judge_reason"].isna().all()

@@ -15,7 +15,10 @@ One sample through a call (`__call__` reads in this order):
 3. score (salon.train.scoring.Scorer): as soon as every painting of a group exists, the group is
    judged against one reference draw, while other groups still render (`reward.judge_as_rendered`:
    the last group pending the paintings ready so far, a batch at a time, against the same draw, while
-   the rest of it still renders). Gate failure gets the
+   the rest of it still renders). While a call waits for its paintings with nothing of its own to
+   judge, it judges the paintings of the step's later groups that are ready (`prefetch` planned them;
+   grpo.update_per_group's calls come a micro-batch at a time), and their own calls find them scored:
+   the card judges while it would wait. Gate failure gets the
    configured penalty; an infrastructure failure (render unavailable, an undecodable PNG, a
    weighted scorer without an answer) makes the sample None, never 0;
 4. record (salon.train.recorder.Recorder): a typed `Rollout` per sample goes to the archive, with
@@ -69,6 +72,10 @@ class RewardAdapter:
         # one painting)
         self._renders: dict[tuple[str, int], tuple[RenderResult | Future, Future]] = {}
         self._renders_step: int | None = None
+        # this step's samples as `prefetch` planned them, and those judged ahead of their own reward call,
+        # by (prompt, completion, seed): a sample's scores depend on nothing else
+        self._planned: list[Sample] = []
+        self._scored: dict[tuple[str, str, int], Scored] = {}
         # each painting is decoded and measured (scoring.prepare) the moment it is rendered, not when a reward
         # call asks for it (decoding and measuring are 15-30 ms a 600x600 PNG on a CPU: a group's 8 would
         # hold the card for a call of one group, grpo.update_per_group's)
@@ -88,10 +95,20 @@ class RewardAdapter:
                                     columns.get("row"), columns.get("subject"))
         started, prepared = self._start(samples, step)
         rollouts: list[Rollout | None] = [None] * len(samples)
-        # judge_s: scoring a group (the pairwise judge, the image judges, decoding, the records);
-        # pairwise_judge_s: the pairwise judge's share of it
-        timing = {"render_wait_s": 0.0, "judge_s": 0.0, "pairwise_judge_s": 0.0}
-        for group, results, waited in _groups_as_rendered(samples, started, self.scorer.settings.judge_as_rendered):
+        # judge_s: scoring (the pairwise judge, the image judges, decoding, the records), judge_ahead_s the
+        # part of it spent on later calls' paintings while this one waited; pairwise_judge_s: the
+        # pairwise judge's share of judge_s
+        timing = {"render_wait_s": 0.0, "judge_s": 0.0, "judge_ahead_s": 0.0, "pairwise_judge_s": 0.0}
+        todo = []
+        for s in samples:
+            ahead = self._scored.get(_score_key(s))  # this step's: _start has moved them on to it
+            if ahead is None:
+                todo.append(s)
+            else:
+                rollouts[s.index] = self._rollout(s, _result(started[s.index]), ahead, step)
+        ahead = _JudgeAhead(self, step, {_score_key(s) for s in samples}, timing)
+        for group, results, waited in _groups_as_rendered(todo, [started[s.index] for s in todo],
+                                                          self.scorer.settings.judge_as_rendered, ahead):
             timing["render_wait_s"] += waited
             tj = time.perf_counter()
             ready = [prepared[s.index].result() for s in group]
@@ -119,7 +136,9 @@ class RewardAdapter:
         column); a stand-in planner (salon.train.smoke) picks its sketch by group and position."""
         rows = None if group_size is None else [i // group_size for i in range(len(prompts))]
         samples = self.planner.plan(prompts, [completion_text(c) for c in completions], step, rows)
-        self._render_all([s for s in samples if not gate.static_violations(s.code)], step)
+        passing = [s for s in samples if not gate.static_violations(s.code)]
+        self._render_all(passing, step)
+        self._planned += passing
 
     # ---- the steps -----------------------------------------------------------------------------
     def _start(self, samples: list[Sample], step: int) -> tuple[list[RenderResult | Future], list[Future]]:
@@ -145,7 +164,7 @@ class RewardAdapter:
         """This step's renders and their preparations, with those of `samples` not yet started
         submitted in one batch."""
         if step != self._renders_step:  # what an earlier step did not use was another step's sketches
-            self._renders, self._renders_step = {}, step
+            self._renders, self._renders_step, self._planned, self._scored = {}, step, [], {}
         todo = [key for key in dict.fromkeys((s.code, s.seed) for s in samples) if key not in self._renders]
         for key, render in zip(todo, self.render(todo)):
             self._renders[key] = render, prepared_when_rendered(render, self._preparing)
@@ -171,12 +190,57 @@ class RewardAdapter:
             absolute_reason=getattr(scored.absolute, "reason", None))
 
 
-def _groups_as_rendered(samples: list[Sample], started: list, partial: bool = False):
+class _JudgeAhead:
+    """What a reward call does while it waits with nothing of its own to judge: the rendered paintings
+    of one later group of the step (planned by `prefetch`, not in this call), judged and kept for that
+    group's own call. A whole group where one is ready, else the one with the most ready, first in the
+    step's order."""
+
+    def __init__(self, adapter: RewardAdapter, step: int, mine: set, timing: dict):
+        self.adapter, self.step, self.mine, self.timing = adapter, step, mine, timing
+
+    def _groups(self) -> dict[str, list[Sample]]:
+        groups: dict[str, list[Sample]] = {}
+        for s in self.adapter._planned:
+            if _score_key(s) not in self.mine and _score_key(s) not in self.adapter._scored:
+                groups.setdefault(s.group, []).append(s)
+        return groups
+
+    def pending(self) -> list[Future]:
+        """The preparations whose end would give it something to judge."""
+        renders = self.adapter._renders
+        return [renders[s.code, s.seed][1] for members in self._groups().values() for s in members
+                if not renders[s.code, s.seed][1].done()]
+
+    def judge(self) -> bool:
+        """Judge one later group's ready paintings; False where none is ready (nothing judged)."""
+        a, groups = self.adapter, self._groups()
+        ready = {g: [s for s in members if a._renders[s.code, s.seed][1].done()] for g, members in groups.items()}
+        ready = {g: done for g, done in ready.items() if done}
+        if not ready:
+            return False
+        group = max(ready, key=lambda g: (len(ready[g]) == len(groups[g]), len(ready[g])))
+        tj = time.perf_counter()
+        renders = [a._renders[s.code, s.seed] for s in ready[group]]
+        scored = a.scorer.score_group(ready[group], [_result(r) for r, _ in renders], self.step,
+                                      [p.result() for _, p in renders])
+        for s, one in zip(ready[group], scored):
+            a._scored[_score_key(s)] = one
+        spent = time.perf_counter() - tj
+        self.timing["judge_s"] += spent
+        self.timing["judge_ahead_s"] += spent
+        self.timing["pairwise_judge_s"] += a.scorer.last_pairwise_s
+        return True
+
+
+def _groups_as_rendered(samples: list[Sample], started: list, partial: bool = False,
+                        meanwhile: _JudgeAhead | None = None):
     """Yield (samples, results, seconds waited) per group, each as soon as all its renders are done;
     with `partial`, the last group pending comes out as its renders finish, a batch of those done so
     far at a time (the rest in later batches). While several groups are pending they come out whole:
     then the judge is the busy part, and small batches would slow it (judged as they came, one group's
-    64 comparisons took 2.20 s on an H200 against 1.52 whole). The wait is counted
+    64 comparisons took 2.20 s on an H200 against 1.52 whole). With nothing ready, `meanwhile` judges
+    later groups' paintings, and the wait ends when one of those is ready too. The wait is counted
     from the previous batch on, and spent blocked, not polling."""
     pending: dict[str, list[int]] = {}
     for i, s in enumerate(samples):
@@ -186,8 +250,11 @@ def _groups_as_rendered(samples: list[Sample], started: list, partial: bool = Fa
         ready = {g: [i for i in idx if _ready(started[i])] for g, idx in pending.items()}
         last = partial and len(pending) == 1
         ready = {g: done for g, done in ready.items() if done and (last or len(done) == len(pending[g]))}
+        if not ready and meanwhile is not None and meanwhile.judge():
+            continue
         if not ready:  # then some render is still running: block until one finishes
             running = [started[i] for idx in pending.values() for i in idx if not _ready(started[i])]
+            running += meanwhile.pending() if meanwhile is not None else []
             tw = time.perf_counter()
             wait(running, return_when=FIRST_COMPLETED)
             waited += time.perf_counter() - tw
@@ -216,6 +283,10 @@ def prepared_when_rendered(x: RenderResult | Future, pool: ThreadPoolExecutor) -
 
     x.add_done_callback(rendered)
     return out
+
+
+def _score_key(s: Sample) -> tuple[str, str, int]:
+    return s.prompt, s.completion, s.seed
 
 
 def _ready(x) -> bool:
