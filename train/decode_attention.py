@@ -40,7 +40,8 @@ through the same prefill), so nothing changes but how often they are read: at 64
 once a row, and 7 % read once a group.
 
 The mask is the decoder's own 2D attention mask (left padding and unfilled positions 0), applied per
-position, so the result is SDPA's over the same keys up to float rounding; on a CPU (and under
+position, as the keys are read, from the tile's key row (rows of one prompt share its left padding),
+so the result is SDPA's over the same keys up to float rounding; on a CPU (and under
 compile off CUDA) the same attention runs as SDPA on the cache cut at `end` (`reference_attention`),
 which the tests compare with the kernel under Triton's interpreter.
 """
@@ -172,8 +173,9 @@ if triton is not None:
         for start in range((lo // BLOCK) * BLOCK, hi, BLOCK):
             offs_n = start + tl.arange(0, BLOCK)
             inside = (offs_n >= lo) & (offs_n < hi)
-            both = live[:, None] & inside[None, :]
-            keep = both & (tl.load(Mask + row[:, None] * stride_mb + offs_n[None, :], mask=both, other=0) != 0)
+            # the mask of the row the keys come from: the tile's rows share it over the prompt (one prompt,
+            # one left padding), and a row's own tile is that row
+            keep = inside & (tl.load(Mask + kv_row * stride_mb + offs_n, mask=inside, other=0) != 0)
             k = tl.load(K + kv_row * stride_kb + h * stride_kh + offs_n[:, None] * stride_kl + offs_d[None, :],
                         mask=inside[:, None], other=0.0)
             v = tl.load(V + kv_row * stride_vb + h * stride_vh + offs_n[:, None] * stride_vl + offs_d[None, :],
@@ -182,7 +184,7 @@ if triton is not None:
                 scores = tl.dot(q, tl.trans(k), input_precision="ieee")
             else:
                 scores = tl.dot(q, tl.trans(k))
-            scores = tl.where(keep, scores * scale, float("-inf"))
+            scores = tl.where(live[:, None] & keep[None, :], scores * scale, float("-inf"))
             m_new = tl.maximum(m_i, tl.max(scores, 1))
             m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
             alpha = tl.exp(m_i - m_use)
