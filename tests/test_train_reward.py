@@ -385,12 +385,14 @@ def test_paintings_are_prepared_once_rendered_and_never_raise():
     pool.shutdown()
 
 
+@pytest.mark.parametrize("as_rendered", [True, False])
 def test_a_call_waiting_for_its_paintings_judges_the_next_groups_and_their_calls_find_them_scored(
-        tiny, render_pool, tmp_path):
+        tiny, render_pool, tmp_path, as_rendered):
     """grpo.update_per_group: the step is prefetched, then the reward comes a group at a time. The first
     group's paintings are held back until the later group's are all judged: the first call judges them
     while it waits, the later call finds them scored and judges nothing, every painting is judged once,
-    and the rewards are those of a call that scored everything itself (float32 judge on a CPU: 1e-5)."""
+    and the rewards are those of a call that scored everything itself (float32 judge on a CPU: 1e-5).
+    With reward.judge_as_rendered false, the later group is judged whole."""
     import threading
 
     teacup = (EXAMPLES / "still_02_teacup.js").read_text()
@@ -415,13 +417,14 @@ def test_a_call_waiting_for_its_paintings_judges_the_next_groups_and_their_calls
     prompts = ["Paint a teacup."] * 2 + ["Paint a lake."] * 2
     completions = [fenced("still_02_teacup.js"), f"Another.\n```javascript\n{teacup}\n// the second\n```",
                    fenced("koi_02_swirl.js"), fenced("mountain_02_collapse.js")]
-    a = adapter(tiny, render_pool, tmp_path / "ahead", render=held)
-    scored = []
+    a = adapter(tiny, render_pool, tmp_path / "ahead", render=held, judge_as_rendered=as_rendered)
+    scored, batches = [], []
     score_group = a.scorer.score_group
 
     def counting(samples, results, step, prepared=None):
         out = score_group(samples, results, step, prepared)
         scored.extend(s.completion for s in samples)
+        batches.append(len(samples))
         if sum(c in scored for c in completions[2:]) == 2:  # the later group whole, in one batch or more
             judged_ahead.set()
         return out
@@ -431,6 +434,7 @@ def test_a_call_waiting_for_its_paintings_judges_the_next_groups_and_their_calls
     first, metrics = call(a, prompts[:2], completions[:2], rows=[0, 0], step=2)
     assert judged_ahead.is_set() and metrics["salon/time/judge_ahead_s"] > 0
     assert sorted(scored) == sorted(completions)  # its own group, and the next one ahead of its call
+    assert as_rendered or batches == [2, 2]  # whole groups: the later one, then its own
     second, metrics = call(a, prompts[2:], completions[2:], rows=[1, 1], step=2)
     assert len(scored) == 4 and metrics["salon/time/judge_s"] == 0  # found scored: nothing judged again
     plain = adapter(tiny, render_pool, tmp_path / "plain")

@@ -193,8 +193,8 @@ class RewardAdapter:
 class _JudgeAhead:
     """What a reward call does while it waits with nothing of its own to judge: the rendered paintings
     of one later group of the step (planned by `prefetch`, not in this call), judged and kept for that
-    group's own call. A whole group where one is ready, else the one with the most ready, first in the
-    step's order."""
+    group's own call. A whole group where one is ready, else the one with the most ready (whole groups
+    only with `reward.judge_as_rendered: false`), first in the step's order."""
 
     def __init__(self, adapter: RewardAdapter, step: int, mine: set, timing: dict):
         self.adapter, self.step, self.mine, self.timing = adapter, step, mine, timing
@@ -216,7 +216,9 @@ class _JudgeAhead:
         """Judge one later group's ready paintings; False where none is ready (nothing judged)."""
         a, groups = self.adapter, self._groups()
         ready = {g: [s for s in members if a._renders[s.code, s.seed][1].done()] for g, members in groups.items()}
-        ready = {g: done for g, done in ready.items() if done}
+        whole_only = not a.scorer.settings.judge_as_rendered  # then a group is judged once all of it exists
+        ready = {g: done for g, done in ready.items()
+                 if done and (len(done) == len(groups[g]) or not whole_only)}
         if not ready:
             return False
         group = max(ready, key=lambda g: (len(ready[g]) == len(groups[g]), len(ready[g])))
