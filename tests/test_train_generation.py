@@ -542,7 +542,8 @@ print("kernel ok")
 def test_the_decode_kernel_equals_sdpa_under_tritons_interpreter():
     """The Triton kernel itself, run by Triton's CPU interpreter in float32: SDPA's result over the
     filled positions, with a prompt's positions read once for the rows of a tile, from its first row
-    (the others' copies are spoiled here to show they are not read). benchmarks/check_decode_kernel_gpu.py runs it on a GPU."""
+    (the others' copies are spoiled here to show they are not read).
+    benchmarks/check_decode_kernel_gpu.py runs it on a GPU."""
     import os
     import subprocess
     import sys

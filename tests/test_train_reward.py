@@ -438,7 +438,8 @@ def test_a_call_waiting_for_its_paintings_judges_the_next_groups_and_their_calls
     second, metrics = call(a, prompts[2:], completions[2:], rows=[1, 1], step=2)
     assert len(scored) == 4 and metrics["salon/time/judge_s"] == 0  # found scored: nothing judged again
     plain = adapter(tiny, render_pool, tmp_path / "plain")
-    want = [call(plain, prompts[k:k + 2], completions[k:k + 2], rows=[row] * 2, step=2)[0] for k, row in ((0, 0), (2, 1))]
+    want = [call(plain, prompts[k:k + 2], completions[k:k + 2], rows=[row] * 2, step=2)[0]
+            for k, row in ((0, 0), (2, 1))]
     assert first + second == pytest.approx(want[0] + want[1], abs=1e-5) and all(r > 0 for r in first + second)
     df = load_rollouts(tmp_path / "ahead", images=False)
     assert sorted(df["completion"]) == sorted(completions) and df["judge_reason"].isna().all()

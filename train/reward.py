@@ -74,7 +74,7 @@ class RewardAdapter:
         self._renders_step: int | None = None
         # this step's samples as `prefetch` planned them, and those judged ahead of their own reward call,
         # by (prompt, completion, seed): a sample's scores depend on nothing else
-        self._planned: list[Sample] = []
+        self._planned: dict[tuple[str, str, int], Sample] = {}
         self._scored: dict[tuple[str, str, int], Scored] = {}
         # each painting is decoded and measured (scoring.prepare) the moment it is rendered, not when a reward
         # call asks for it (decoding and measuring are 15-30 ms a 600x600 PNG on a CPU: a group's 8 would
@@ -101,11 +101,11 @@ class RewardAdapter:
         timing = {"render_wait_s": 0.0, "judge_s": 0.0, "judge_ahead_s": 0.0, "pairwise_judge_s": 0.0}
         todo = []
         for s in samples:
-            ahead = self._scored.get(_score_key(s))  # this step's: _start has moved them on to it
-            if ahead is None:
+            found = self._scored.get(_score_key(s))  # this step's: _start has moved them on to it
+            if found is None:
                 todo.append(s)
             else:
-                rollouts[s.index] = self._rollout(s, _result(started[s.index]), ahead, step)
+                rollouts[s.index] = self._rollout(s, _result(started[s.index]), found, step)
         ahead = _JudgeAhead(self, step, {_score_key(s) for s in samples}, timing)
         for group, results, waited in _groups_as_rendered(todo, [started[s.index] for s in todo],
                                                           self.scorer.settings.judge_as_rendered, ahead):
@@ -138,7 +138,7 @@ class RewardAdapter:
         samples = self.planner.plan(prompts, [completion_text(c) for c in completions], step, rows)
         passing = [s for s in samples if not gate.static_violations(s.code)]
         self._render_all(passing, step)
-        self._planned += passing
+        self._planned.update((_score_key(s), s) for s in passing)  # a wave's again after the whole batch: once
 
     # ---- the steps -----------------------------------------------------------------------------
     def _start(self, samples: list[Sample], step: int) -> tuple[list[RenderResult | Future], list[Future]]:
@@ -164,7 +164,7 @@ class RewardAdapter:
         """This step's renders and their preparations, with those of `samples` not yet started
         submitted in one batch."""
         if step != self._renders_step:  # what an earlier step did not use was another step's sketches
-            self._renders, self._renders_step, self._planned, self._scored = {}, step, [], {}
+            self._renders, self._renders_step, self._planned, self._scored = {}, step, {}, {}
         todo = [key for key in dict.fromkeys((s.code, s.seed) for s in samples) if key not in self._renders]
         for key, render in zip(todo, self.render(todo)):
             self._renders[key] = render, prepared_when_rendered(render, self._preparing)
@@ -201,8 +201,8 @@ class _JudgeAhead:
 
     def _groups(self) -> dict[str, list[Sample]]:
         groups: dict[str, list[Sample]] = {}
-        for s in self.adapter._planned:
-            if _score_key(s) not in self.mine and _score_key(s) not in self.adapter._scored:
+        for key, s in self.adapter._planned.items():
+            if key not in self.mine and key not in self.adapter._scored:
                 groups.setdefault(s.group, []).append(s)
         return groups
 
