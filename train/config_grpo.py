@@ -79,6 +79,9 @@ class GRPOSettings:
     # compiled: generate the whole optimiser step at its first micro-batch, then let TRL score and update one
     # micro-batch at a time, so an update runs while later paintings render (salon.train.update_per_group)
     update_per_group: bool = False
+    # the loss's forward with each row's padding moved to its end, attention causal with no mask (about
+    # half the masked attention's work; salon.train.causal_loss); false: TRL's masked pass as it is
+    causal_loss: bool = True
     generation_batch_size: Annotated[int | None, at_least(1)] = None  # completions per generation over all processes
     steps_per_generation: Annotated[int | None, at_least(1)] = None
     vllm_server_base_url: str | None = None  # vllm_server: e.g. http://127.0.0.1:8000 (default: TRL's host:port)

@@ -254,6 +254,7 @@ def train(cfg: TrainConfig) -> dict:
     from salon.pool.card import salon_version
     from salon.pool.errors import ConfigError
     from salon.train.archive import RolloutArchive, push_rollouts
+    from salon.train.causal_loss import install as install_causal_loss
     from salon.train.progress import compact_output, quiet_library_warnings
     from salon.train.recorder import Recorder
     from salon.train.reward import RewardAdapter, prefetching, prefetching_generated, submit_each
@@ -324,6 +325,8 @@ def train(cfg: TrainConfig) -> dict:
             engine.attach(trainer)  # the merged copy exists (or is refused) before the first step
         if cfg.grpo.gradient_checkpointing and cfg.grpo.gradient_checkpointing_layers < 1.0:
             keep_partial(trainer.model, cfg.grpo.gradient_checkpointing_layers)
+        if cfg.grpo.causal_loss:
+            install_causal_loss(trainer)
         if cfg.grpo.generation == "continuous_batching":
             trainer._generate = trainable_dtypes_kept(trainer._generate, trainer.model)
         if cfg.grpo.update_per_group:
