@@ -4,7 +4,7 @@
 
 TRL lays a micro-batch out as [left-padded prompt | right-padded completion] and gives the model the
 2D attention mask. transformers makes a 4D mask of it wherever a row is padded, and under torch.compile
-on torch < 2.14 always (its skip is off while tracing): SDPA then runs with an explicit mask, and the
+always (it cannot read the mask's values while tracing): SDPA then runs with an explicit mask, and the
 flash and cuDNN kernels cannot use their causal mode, so every tile of each L x L score matrix is
 computed, about twice the work of causal attention, forward and backward. On an H200 that was 1.76 s
 of the 4.5 s the card spent on a 64 x 2,048 update (cuDNN's masked kernels,
