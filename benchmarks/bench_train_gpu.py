@@ -63,7 +63,9 @@ render wait, judging, the archive), logprob_s (the rest of TRL's rollout: the lo
 bookkeeping) and host_ms_per_step (the compiled engine's host time a decode step, its waits for the
 card left out), and the cores busy on average while generating and while rewarding, the machine's
 (generation_cores_machine, reward_cores_machine) and the bench's own process's (PHASE_cores_trainer: the
-judge's launches, decoding the paintings), so what holds a step is measured, not guessed.
+judge's launches, decoding the paintings), and the CUDA caching allocator's alloc_retries and device_allocs
+over the step (a steady step that counts either churns memory between the judge's and the update's shapes),
+so what holds a step is measured, not guessed.
 
 `--render-paths on,off` runs each engine once per render.gpu value (the first is the one written to
 --json) and writes --render-json as {device, trl, num_generations, max_completion_length, engine,
@@ -129,6 +131,7 @@ class Timings:
         self.tokens: dict[int, int] = {}
         self.rollout: dict[int, float] = {}
         self.cores: dict[int, dict[str, float]] = {}  # step -> {PHASE_cores_KIND: cores busy on average}
+        self.allocator: dict[int, dict[str, int]] = {}  # step -> the caching allocator's counts over it
         # step -> salon/time/* metric -> every value the reward logged in it (one a reward call: several a
         # step with grpo.update_per_group, where TRL's log would give their mean)
         self.reward_parts: dict[int, dict[str, list[float]]] = {}
@@ -150,7 +153,7 @@ class Timings:
         from transformers.trainer_callback import CallbackHandler
         from trl import GRPOTrainer
 
-        timings, begun = self, {}
+        timings, begun, counted = self, {}, {}
         real_begin, real_end = CallbackHandler.on_step_begin, CallbackHandler.on_step_end
         real_generate, real_rollout = GRPOTrainer._generate, GRPOTrainer._generate_and_score_completions
         real_rewards, real_log_metric = GRPOTrainer._calculate_rewards, GRPOTrainer._log_metric
@@ -160,10 +163,13 @@ class Timings:
             if timings.profiled:
                 timings.profiled.begin(state.global_step)
             begun[state.global_step] = time.perf_counter()
+            counted[state.global_step] = allocator_counts()
             return real_begin(handler, args, state, control)
 
         def on_step_end(handler, args, state, control):
             timings.step[state.global_step - 1] = time.perf_counter() - begun[state.global_step - 1]
+            before, after = counted[state.global_step - 1], allocator_counts()
+            timings.allocator[state.global_step - 1] = {k: after[k] - before[k] for k in after}
             if timings.profiled:
                 timings.profiled.end(state.global_step)
             return real_end(handler, args, state, control)
@@ -245,6 +251,16 @@ def weight_bytes(folder: Path, itemsize: int) -> int:
     return sum(p.numel() for p in model.parameters()) * itemsize
 
 
+def allocator_counts() -> dict[str, int]:
+    """The CUDA caching allocator's running counts: alloc_retries (it freed its cache to satisfy a request:
+    a synchronising cudaFree and cudaMalloc) and device_allocs (cudaMalloc calls); zeros on a CPU. A steady
+    step that counts either churns the allocator between the phases' shapes."""
+    import torch
+
+    stats = torch.cuda.memory_stats() if torch.cuda.is_available() else {}
+    return {"alloc_retries": stats.get("num_alloc_retries", 0), "device_allocs": stats.get("num_device_alloc", 0)}
+
+
 def generation_bound(timings: Timings, step: int, cfg, nbytes: int, bandwidth: float,
                      whole_step: bool = False) -> float:
     """bench_generate_gpu's bound for one step's generation: its rows generated at once (a call's, or
@@ -317,7 +333,7 @@ def run_engine(args, engine: str, variant: list[str] | None, refs: Path, gpu_ren
                       "optimisation_s": timings.step[step] - rollout, "reward_s": reward,
                       "logprob_s": rollout - generation - reward,
                       "host_ms_per_step": h.get("salon/generation/host_ms_per_step", float("nan")),
-                      **timings.cores.get(step, {})})
+                      **timings.cores.get(step, {}), **timings.allocator.get(step, {})})
     memory = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else 0.0
     # after the peak is read: the copy's 2 GiB buffers stay out of it
     bandwidth = copy_bandwidth(torch.device("cpu" if args.cpu else "cuda"))
