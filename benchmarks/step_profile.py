@@ -6,7 +6,7 @@
     summary(prof)                  # {wall_s, card_busy_s, card_busy_share, phases, kernels_ms, kernels_ms_by_phase}
 
 A phase is a CPU-side range (torch.profiler.record_function) around a part of TRL's step: generation
-(`_generate`), the reward (salon's adapter: render wait and judging), judging alone (`score_group`),
+(`_generate`), the reward (salon's adapter: render wait and judging), judging alone (`Scorer.score`),
 the rest of the rollout (TRL's log-prob passes), the micro-steps, and the update (the micro-steps less
 the rollout: the loss's forward and backward, the optimiser). Per phase: its
 wall time and how much of it the card was busy (the union of this process's kernel and copy intervals
@@ -45,7 +45,7 @@ class StepRanges:
         ranged(GRPOTrainer, "_generate", "salon/generation")
         ranged(GRPOTrainer, "_generate_and_score_completions", "salon/rollout")
         ranged(RewardAdapter, "__call__", "salon/reward")
-        ranged(Scorer, "score_group", "salon/judge")
+        ranged(Scorer, "score", "salon/judge")
         ranged(Trainer, "training_step", "salon/micro_step")
 
 

@@ -17,9 +17,11 @@ Importing this package does not import torch.
 from salon.judges.references import ReferenceSet, load_references
 from salon.judges.registry import JUDGES, judge_for, load_judge
 from salon.judges.verdict import ImageJudge, Judge, Reference, Verdict
-from salon.judges.winrate import GroupScore, ReferenceDraw, draw_references, group_seed, judge_group, win_rate
+from salon.judges.winrate import (GroupScore, ReferenceDraw, draw_references, group_seed, judge_group, judge_groups,
+                                  win_rate)
 
 __all__ = [
     "JUDGES", "GroupScore", "ImageJudge", "Judge", "Reference", "ReferenceDraw", "ReferenceSet", "Verdict",
-    "draw_references", "group_seed", "judge_for", "judge_group", "load_judge", "load_references", "win_rate",
+    "draw_references", "group_seed", "judge_for", "judge_group", "judge_groups", "load_judge", "load_references",
+    "win_rate",
 ]

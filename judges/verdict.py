@@ -91,7 +91,10 @@ def verdict_from_orders(
 
 @runtime_checkable
 class Judge(Protocol):
-    """A pairwise judge. Backends set `name` (backend:model) and `prompt_version`."""
+    """A pairwise judge. Backends set `name` (backend:model) and `prompt_version`. A backend that can
+    judge several groups (each with its own references) in one batch also has
+    `judge_many([(candidates, references), ...]) -> [judge(candidates, references), ...]`
+    (winrate.judge_groups uses it where it exists)."""
 
     name: str
     prompt_version: str

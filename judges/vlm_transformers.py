@@ -2,6 +2,7 @@
 
     judge = TransformersPairwiseJudge(TransformersJudgeConfig(model="Qwen/Qwen2.5-VL-7B-Instruct"))
     verdicts = judge.judge(candidates, references)      # see verdict.py
+    judge.judge_many([(candidates, references), ...])   # several groups, each its own draw, one batch
     judge.first_wins([(img_a, img_b), ...])             # P(first shown wins), per ordered pair
 
 Loads any model `AutoModelForImageTextToText` loads, asks the prompt of prompt.py, and reads
@@ -143,34 +144,48 @@ class TransformersPairwiseJudge:
 
     # ---- the Judge protocol -------------------------------------------------------------------
     def judge(self, candidates: Sequence[Image.Image], references: Sequence[Reference]) -> list[list[Verdict]]:
-        images, keys, failed = [], [], {}
-        for i, c in enumerate(candidates):
-            images.append(c)
-            keys.append(None)
-        for r in references:
-            try:
-                image, key = self._reference(r)
-                images.append(image)
-                keys.append(key)
-            except (OSError, ValueError, AttributeError) as e:
-                failed[len(images)] = f"could not read reference {r.id}: {e}"
-                images.append(None)
-                keys.append(None)
-        n = len(candidates)
-        comparisons = []
-        for i in range(n):
-            for j in range(len(references)):
-                comparisons += [(i, n + j), (n + j, i)]
+        return self.judge_many([(candidates, references)])[0]
+
+    def judge_many(self, groups: Sequence[tuple[Sequence[Image.Image], Sequence[Reference]]]
+                   ) -> list[list[list[Verdict]]]:
+        """`judge` for several groups at once, each with references of its own: one batch of comparisons
+        (a reference that several groups drew is read and encoded once)."""
+        images, keys, failed, slot = [], [], {}, {}
+        for candidates, _ in groups:
+            images += list(candidates)
+            keys += [None] * len(candidates)
+        for _, references in groups:
+            for r in references:
+                if id(r) in slot:
+                    continue
+                slot[id(r)] = len(images)
+                try:
+                    image, key = self._reference(r)
+                    images.append(image)
+                    keys.append(key)
+                except (OSError, ValueError, AttributeError) as e:
+                    failed[len(images)] = f"could not read reference {r.id}: {e}"
+                    images.append(None)
+                    keys.append(None)
+        comparisons, first = [], 0
+        for candidates, references in groups:
+            for i in range(first, first + len(candidates)):
+                for r in references:
+                    comparisons += [(i, slot[id(r)]), (slot[id(r)], i)]
+            first += len(candidates)
         probs, reasons = self._first_wins_indexed(images, keys, comparisons, failed)
-        out = []
-        for i in range(n):
-            row = []
-            for j, ref in enumerate(references):
-                k = 2 * (i * len(references) + j)
-                row.append(verdict_from_orders(probs[k], probs[k + 1], reference=ref.id, judge=self.name,
-                                               prompt_version=self.prompt_version,
-                                               reason=reasons[k] or reasons[k + 1]))
-            out.append(row)
+        out, k = [], 0
+        for candidates, references in groups:
+            rows = []
+            for _ in candidates:
+                row = []
+                for ref in references:
+                    row.append(verdict_from_orders(probs[k], probs[k + 1], reference=ref.id, judge=self.name,
+                                                   prompt_version=self.prompt_version,
+                                                   reason=reasons[k] or reasons[k + 1]))
+                    k += 2
+                rows.append(row)
+            out.append(rows)
         return out
 
     def _reference(self, ref: Reference) -> tuple[Image.Image, str]:

@@ -2,6 +2,7 @@
 
     draw = draw_references(refs, k=4, mix={"love": 0.5, "okay": 0.5}, seed=group_seed(run_seed, step, prompt))
     scored = judge_group(judge, completion_images, draw)
+    scored = judge_groups(judge, [(images_a, draw_a), (images_b, draw_b)])   # several groups, one call
     scored.scores          # one float or None per image (None: the judge could not answer)
     scored.record()        # the draw, every verdict, the scores: log it with the rollouts
 
@@ -114,10 +115,23 @@ class GroupScore:
 
 def judge_group(judge: Judge, images: Sequence[Image.Image], draw: ReferenceDraw) -> GroupScore:
     """Score every image of one group against the same drawn references."""
-    verdicts = judge.judge(list(images), draw.references) if images else []
-    scores, reasons = [], []
-    for row in verdicts:
-        scores.append(win_rate(row))
-        missing = [v.reason for v in row if v.p is None]
-        reasons.append(missing[0] if missing else (None if row else "no references"))
-    return GroupScore(scores, verdicts, draw, judge.name, judge.prompt_version, reasons)
+    return judge_groups(judge, [(images, draw)])[0]
+
+
+def judge_groups(judge: Judge, groups: Sequence[tuple[Sequence[Image.Image], ReferenceDraw]]) -> list[GroupScore]:
+    """Several groups, each against its own draw: in one call where the judge takes several at once
+    (`judge_many`, as the transformers judge does), else one call a group."""
+    asked = [(list(images), draw) for images, draw in groups]
+    many = getattr(judge, "judge_many", None)
+    todo = [(images, draw.references) for images, draw in asked if images]
+    answers = iter(many(todo) if many is not None else [judge.judge(images, refs) for images, refs in todo])
+    out = []
+    for images, draw in asked:
+        verdicts = next(answers) if images else []
+        scores, reasons = [], []
+        for row in verdicts:
+            scores.append(win_rate(row))
+            missing = [v.reason for v in row if v.p is None]
+            reasons.append(missing[0] if missing else (None if row else "no references"))
+        out.append(GroupScore(scores, verdicts, draw, judge.name, judge.prompt_version, reasons))
+    return out

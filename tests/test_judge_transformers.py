@@ -96,6 +96,21 @@ def test_batched_equals_unbatched(judge, images):
             assert alone.p_first == pytest.approx(batched[i][j].p_first, abs=1e-5)
 
 
+def test_several_groups_in_one_call_equal_each_alone(judge, images):
+    """judge_many: two groups, each with its own references (one shared), in one batch: each group's
+    verdicts as judge() gives them alone, within float32 rounding (1e-5)."""
+    refs = refs_of(images[2:])
+    groups = [(images[:2], refs[:2]), (images[1:3], refs[1:])]
+    together = judge.judge_many(groups)
+    assert [len(rows) for rows in together] == [2, 2] and [len(together[1][0])] == [2]
+    for (cands, group_refs), rows in zip(groups, together):
+        alone = judge.judge(cands, group_refs)
+        for row, want in zip(rows, alone):
+            assert [v.reference for v in row] == [r.id for r in group_refs]
+            for got, v in zip(row, want):
+                assert got.p == pytest.approx(v.p, abs=1e-5) and got.p_first == pytest.approx(v.p_first, abs=1e-5)
+
+
 def test_small_batches_equal_one_batch(images):
     folder = str(tiny_vl("qwen2_5_vl"))
     big = TransformersPairwiseJudge(model=folder, max_batch_tokens=100_000)

@@ -190,73 +190,88 @@ def test_example_sketches_are_a_planner_the_adapter_does_not_know_about(tiny, re
     assert rewards[0] > 0 and rewards[2:] == [0.0, 0.0]
 
 
-def test_groups_are_scored_as_their_renders_finish_and_the_wait_is_counted_blocked():
-    """Two groups; the second's two renders finish 0.2 and 0.4 s in, the first's at 0.1 s: each group
-    comes out as soon as it is complete, the waits add up to the time the renders took (a group
-    half done is waited for too), and the loop blocks instead of polling (a handful of readiness
-    checks, not millions)."""
+def finishing(delays: list[float | None]) -> tuple[list[Future], list]:
+    """Futures that finish after their delays (None: already done), and the threads finishing them."""
     import threading
 
-    from salon.curate.sandbox.render import RenderResult
+    futures = [Future() for _ in delays]
+    threads = []
+    for f, delay in zip(futures, delays):
+        if delay is None:
+            f.set_result(None)
+            continue
+        finish = lambda f=f, d=delay: (threading.Event().wait(d), f.set_result(None))  # noqa: E731
+        threads.append(threading.Thread(target=finish))
+        threads[-1].start()
+    return futures, threads
+
+
+def grouped(groups: str) -> list:
+    return [dataclasses.replace(s, group=g) for s, g in zip(Planner(0).plan(["p"] * len(groups), ["c"] * len(groups), 0),
+                                                            groups)]
+
+
+def test_paintings_are_judged_as_they_are_ready_of_any_group_and_the_wait_is_counted_blocked():
+    """Two groups: a's first painting at once, its second 0.4 s in, b's two 0.1 and 0.2 s in. Whatever is
+    ready comes out whenever asked, across groups (b's first before a's slowest), every sample once; the
+    waits add up to the time the renders took, and the loop blocks instead of polling (a handful of
+    readiness checks, not millions)."""
     from salon.train import reward as reward_module
 
-    samples = [dataclasses.replace(s, group=g) for s, g in zip(
-        Planner(0).plan(["p"] * 4, ["c"] * 4, 0), ["a", "a", "b", "b"])]
-    started = [RenderResult(ok=False, violations=["no_sketch"]), Future(), Future(), Future()]
+    samples = grouped("aabb")
+    futures, threads = finishing([None, 0.4, 0.1, 0.2])
     checks = {"n": 0}
     real_ready = reward_module._ready
 
-    def counting(x):
+    def counting(items, whole):
         checks["n"] += 1
-        return real_ready(x)
+        return real_ready(items, whole)
 
-    def finish(futures, delay):
-        threading.Event().wait(delay)
-        for f in futures:
-            f.set_result(RenderResult(ok=True))
-
-    threads = [threading.Thread(target=finish, args=([started[1]], 0.1)),
-               threading.Thread(target=finish, args=([started[2]], 0.2)),
-               threading.Thread(target=finish, args=([started[3]], 0.4))]
     reward_module._ready = counting
     try:
-        for t in threads:
-            t.start()
-        out = list(reward_module._groups_as_rendered(samples, started))
+        out = list(reward_module._batches_as_ready(list(zip(samples, futures)), lambda: []))
     finally:
         reward_module._ready = real_ready
         for t in threads:
             t.join()
-    assert [[s.group for s in group] for group, _, _ in out] == [["a", "a"], ["b", "b"]]
+    assert [[s.index for s in own] for own, _, _ in out] == [[0], [2], [3], [1]]
+    assert all(ahead == [] for _, ahead, _ in out)
     assert sum(w for _, _, w in out) >= 0.35  # the renders took 0.4 s after the loop began: all of it waited
-    assert out[0][2] >= 0.05 and checks["n"] < 50
+    assert out[0][2] == 0 and out[1][2] >= 0.05 and checks["n"] < 50
 
 
-def test_with_judge_as_rendered_each_group_comes_out_in_batches_as_its_renders_finish():
-    """reward.judge_as_rendered: the same renders as above; the first group whole while the second is
-    pending too, then the last group's paintings one by one as they exist, every sample exactly once."""
-    import threading
-
-    from salon.curate.sandbox.render import RenderResult
+def test_with_judge_as_rendered_off_a_group_comes_out_once_all_of_it_is_ready():
+    """The same renders, reward.judge_as_rendered false: b whole once its second painting exists, then a
+    once its slowest does; a's first painting waits for it."""
     from salon.train import reward as reward_module
 
-    samples = [dataclasses.replace(s, group=g) for s, g in zip(
-        Planner(0).plan(["p"] * 4, ["c"] * 4, 0), ["a", "a", "b", "b"])]
-    started = [RenderResult(ok=False, violations=["no_sketch"]), Future(), Future(), Future()]
-
-    def finish(future, delay):
-        threading.Event().wait(delay)
-        future.set_result(RenderResult(ok=True))
-
-    threads = [threading.Thread(target=finish, args=(started[i], delay)) for i, delay in ((1, 0.1), (2, 0.2), (3, 0.4))]
-    for t in threads:
-        t.start()
-    out = list(reward_module._groups_as_rendered(samples, started, partial=True))
+    samples = grouped("aabb")
+    futures, threads = finishing([None, 0.4, 0.1, 0.2])
+    out = list(reward_module._batches_as_ready(list(zip(samples, futures)), lambda: [], whole=True))
     for t in threads:
         t.join()
-    assert [[s.index for s in batch] for batch, _, _ in out] == [[0, 1], [2], [3]]
-    assert [[s.group for s in batch] for batch, _, _ in out] == [["a", "a"], ["b"], ["b"]]
-    assert sum(w for _, _, w in out) >= 0.35 and [r.ok for _, results, _ in out for r in results] == [False] + [True] * 3
+    assert [[s.group for s in own] for own, _, _ in out] == [["b", "b"], ["a", "a"]]
+    assert sum(w for _, _, w in out) >= 0.35
+
+
+def test_later_calls_paintings_come_with_this_calls_or_alone_while_none_of_its_own_is_ready():
+    """grpo.update_per_group: this call's group c waits 0.3 s for its paintings; the later group d's are
+    ready at once and come out alone, then (once judged, `later()` no longer has them) c's, as they finish."""
+    from salon.train import reward as reward_module
+
+    mine, later = grouped("cc"), grouped("dd")
+    futures, threads = finishing([0.3, 0.3])
+    ready_later = [(s, finishing([None])[0][0]) for s in later]
+    judged: list = []
+    out = []
+    for own, ahead, waited in reward_module._batches_as_ready(
+            list(zip(mine, futures)), lambda: [x for x in ready_later if x[0] not in judged]):
+        judged += ahead
+        out.append(([s.group for s in own], [s.group for s in ahead], waited))
+    for t in threads:
+        t.join()
+    assert out[0][:2] == ([], ["d", "d"]) and sum(w for _, _, w in out) >= 0.2
+    assert [g for own, _, _ in out[1:] for g in own] == ["c", "c"] and all(not ahead for _, ahead, _ in out[1:])
 
 
 def test_judge_as_rendered_gives_the_rewards_of_whole_groups(tiny, render_pool, tmp_path):
@@ -419,17 +434,17 @@ def test_a_call_waiting_for_its_paintings_judges_the_next_groups_and_their_calls
                    fenced("koi_02_swirl.js"), fenced("mountain_02_collapse.js")]
     a = adapter(tiny, render_pool, tmp_path / "ahead", render=held, judge_as_rendered=as_rendered)
     scored, batches = [], []
-    score_group = a.scorer.score_group
+    score = a.scorer.score
 
     def counting(samples, results, step, prepared=None):
-        out = score_group(samples, results, step, prepared)
+        out = score(samples, results, step, prepared)
         scored.extend(s.completion for s in samples)
         batches.append(len(samples))
         if sum(c in scored for c in completions[2:]) == 2:  # the later group whole, in one batch or more
             judged_ahead.set()
         return out
 
-    a.scorer.score_group = counting
+    a.scorer.score = counting
     a.prefetch(prompts, completions, step=2, group_size=2)
     first, metrics = call(a, prompts[:2], completions[:2], rows=[0, 0], step=2)
     assert judged_ahead.is_set() and metrics["salon/time/judge_ahead_s"] > 0

@@ -51,7 +51,7 @@ def test_the_paint_mask_is_made_once_per_painting_and_the_judges_values_are_thei
     masks = []
     real = image_judges.paint_mask  # the image judges' and the coverage's (the pairwise judge has its own)
     monkeypatch.setattr(image_judges, "paint_mask", lambda im: masks.append(1) or real(im))
-    scored = scorer.score_group(samples, results, step=0)
+    scored = scorer.score(samples, results, step=0)
     assert len(masks) == 5  # one per painting present: 4 passed, 1 failed its gate (coverage only)
     decoded = [Image.open(io.BytesIO(r.png)).convert("RGB") for r in results]
     for name in ("paint_fraction", "composition", "colourfulness"):
@@ -77,6 +77,35 @@ def test_a_composition_that_raises_is_missing_for_that_painting_only(scorer, mon
 
     monkeypatch.setattr("salon.train.scoring.composition", composition)
     results[1] = RenderResult(ok=True, png=png(Image.new("RGB", (7, 7), "white")))
-    scored = scorer.score_group(samples, results, step=0)
+    scored = scorer.score(samples, results, step=0)
     assert scored[1].coverage is None and scored[1].components["composition"] is None
     assert scored[0].coverage is not None and scored[2].components["paint_fraction"] is not None
+
+
+def test_groups_scored_together_get_their_own_draws_and_the_scores_they_get_alone(scorer):
+    """Two prompts' samples in one score(): each faces its own prompt's draw, the judge is asked once
+    (judge_many, where it has one), and every score is the one its group gets scored alone."""
+    class Counted:  # the measures judge, with judge_many: one call for several groups
+        def __init__(self, judge):
+            self.judge_, self.name, self.prompt_version, self.calls = judge, judge.name, judge.prompt_version, []
+
+        def judge(self, candidates, references):
+            return self.judge_.judge(candidates, references)
+
+        def judge_many(self, groups):
+            self.calls.append([len(c) for c, _ in groups])
+            return [self.judge_.judge(c, r) for c, r in groups]
+
+    images = [painting(s) for s in range(6)]
+    results = [RenderResult(ok=True, png=png(im)) for im in images]
+    samples = [Sample(index=i, group=f"g{i % 2}", position=i // 2, row=i % 2, subject="s", prompt=f"p{i % 2}",
+                      completion="x" * 900, code="c", seed=i) for i in range(6)]
+    alone = {g: scorer.score([s for s in samples if s.group == g], [results[s.index] for s in samples if s.group == g],
+                             step=3) for g in ("g0", "g1")}
+    scorer.judge = Counted(scorer.judge)
+    together = scorer.score(samples, results, step=3)
+    assert scorer.judge.calls == [[3, 3]]
+    assert {s.draw.seed for s in together[0::2]} != {s.draw.seed for s in together[1::2]}
+    for s, got in zip(samples, together):
+        want = alone[s.group][s.position]
+        assert got.draw == want.draw and got.components == pytest.approx(want.components, abs=1e-12)

@@ -108,10 +108,11 @@ class RewardSettings:
     length_min_chars: int = 600  # length component 0 below, ramps to 1 at length_full_chars,
     length_full_chars: int = 12000  # stays 1 until length_max_chars, 0 above (the prior art's ramp
     length_max_chars: int = 24000  # in tokens x 4)
-    # judge the last group pending as its paintings come out of the renderer (each batch of those ready faces
-    # the group's one reference draw), so judging overlaps rendering; other groups, and all with it off,
-    # are judged once all of a group is.
-    # On an H200 at 8 x 2,048, render wait + judging 2.82 s against 3.63 (results/bench_train_gpu_variants_h200.json)
+    # judge whatever paintings are rendered whenever the judge is free, of any group (each against its group's
+    # one reference draw), so judging overlaps rendering and never waits on a group's slowest painting while
+    # others are ready; false: a group once all of it is rendered (salon.train.reward).
+    # On an H200 at 8 x 2,048 (one group), render wait + judging 2.82 s against 3.63 whole
+    # (results/bench_train_gpu_variants_h200.json)
     judge_as_rendered: bool = True
 
     def __post_init__(self):

@@ -12,13 +12,13 @@ One sample through a call (`__call__` reads in this order):
 2. gate and render: the static gate runs at once; sketches that pass go to the render step, all
    of the batch together (or already at generation time: `prefetch`); one sketch with one seed is
    rendered once a step, whichever completions wrote it;
-3. score (salon.train.scoring.Scorer): as soon as every painting of a group exists, the group is
-   judged against one reference draw, while other groups still render (`reward.judge_as_rendered`:
-   the last group pending the paintings ready so far, a batch at a time, against the same draw, while
-   the rest of it still renders). While a call waits for its paintings with nothing of its own to
-   judge, it judges the paintings of the step's later groups that are ready (`prefetch` planned them;
-   grpo.update_per_group's calls come a micro-batch at a time), and their own calls find them scored:
-   the card judges while it would wait. Gate failure gets the
+3. score (salon.train.scoring.Scorer): whatever paintings are ready whenever the judge is free, of any
+   group, each against its own group's reference draw, in one call to the judge (`_batches_as_ready`):
+   the judge never waits for a group's slowest painting while others are ready, and its batches grow
+   while paintings come faster than it judges (with `reward.judge_as_rendered: false`, a group once all
+   of it is ready). The paintings of the step's later calls that `prefetch` planned (grpo.update_per_group
+   calls come a micro-batch at a time) are judged beside this call's, or alone while none of its own is
+   ready, and their own calls find them scored: the card judges while it would wait. Gate failure gets the
    configured penalty; an infrastructure failure (render unavailable, an undecodable PNG, a
    weighted scorer without an answer) makes the sample None, never 0;
 4. record (salon.train.recorder.Recorder): a typed `Rollout` per sample goes to the archive, with
@@ -35,10 +35,11 @@ render worker processes (salon.train.render_workers.RenderPool) or any other ren
 
 from __future__ import annotations
 
+import functools
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime, timezone
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 from salon.curate.sandbox import gate
 from salon.curate.sandbox.render import RenderResult
@@ -96,8 +97,8 @@ class RewardAdapter:
         started, prepared = self._start(samples, step)
         rollouts: list[Rollout | None] = [None] * len(samples)
         # judge_s: scoring (the pairwise judge, the image judges, decoding, the records), judge_ahead_s the
-        # part of it spent on later calls' paintings while this one waited; pairwise_judge_s: the
-        # pairwise judge's share of judge_s
+        # later calls' paintings' share of it (by count, in the batches that held them); pairwise_judge_s:
+        # the pairwise judge's share of judge_s
         timing = {"render_wait_s": 0.0, "judge_s": 0.0, "judge_ahead_s": 0.0, "pairwise_judge_s": 0.0}
         todo = []
         for s in samples:
@@ -106,15 +107,23 @@ class RewardAdapter:
                 todo.append(s)
             else:
                 rollouts[s.index] = self._rollout(s, _result(started[s.index]), found, step)
-        ahead = _JudgeAhead(self, step, {_score_key(s) for s in samples}, timing)
-        for group, results, waited in _groups_as_rendered(todo, [started[s.index] for s in todo],
-                                                          self.scorer.settings.judge_as_rendered, ahead):
+        mine = {_score_key(s) for s in samples}
+        for own, ahead, waited in _batches_as_ready([(s, prepared[s.index]) for s in todo],
+                                                    functools.partial(self._later, mine),
+                                                    whole=not self.scorer.settings.judge_as_rendered):
             timing["render_wait_s"] += waited
             tj = time.perf_counter()
-            ready = [prepared[s.index].result() for s in group]
-            for sample, result, scored in zip(group, results, self.scorer.score_group(group, results, step, ready)):
-                rollouts[sample.index] = self._rollout(sample, result, scored, step)
-            timing["judge_s"] += time.perf_counter() - tj
+            renders = [self._renders[s.code, s.seed] for s in ahead]
+            results = [_result(started[s.index]) for s in own] + [_result(r) for r, _ in renders]
+            ready = [prepared[s.index].result() for s in own] + [p.result() for _, p in renders]
+            scored = self.scorer.score(own + ahead, results, step, ready)
+            for s, result, one in zip(own, results, scored):
+                rollouts[s.index] = self._rollout(s, result, one, step)
+            for s, one in zip(ahead, scored[len(own):]):
+                self._scored[_score_key(s)] = one
+            spent = time.perf_counter() - tj
+            timing["judge_s"] += spent
+            timing["judge_ahead_s"] += spent * len(ahead) / (len(own) + len(ahead))
             timing["pairwise_judge_s"] += self.scorer.last_pairwise_s
         timing["reward_s"] = time.perf_counter() - t0
         # the slowest painting's time in its browser and its text check (what a group waits for at least),
@@ -170,6 +179,12 @@ class RewardAdapter:
             self._renders[key] = render, prepared_when_rendered(render, self._preparing)
         return self._renders
 
+    def _later(self, mine: set) -> list[tuple[Sample, Future]]:
+        """The step's samples that `prefetch` planned for later calls, not judged yet, with their
+        preparations (`mine`: this call's score keys)."""
+        return [(s, self._renders[s.code, s.seed][1]) for key, s in self._planned.items()
+                if key not in mine and key not in self._scored]
+
     def _rollout(self, s: Sample, res: RenderResult, scored: Scored, step: int) -> Rollout:
         draw, judge = scored.draw, self.scorer.judge
         return Rollout(
@@ -190,83 +205,38 @@ class RewardAdapter:
             absolute_reason=getattr(scored.absolute, "reason", None))
 
 
-class _JudgeAhead:
-    """What a reward call does while it waits with nothing of its own to judge: the rendered paintings
-    of one later group of the step (planned by `prefetch`, not in this call), judged and kept for that
-    group's own call. A whole group where one is ready, else the one with the most ready (whole groups
-    only with `reward.judge_as_rendered: false`), first in the step's order."""
-
-    def __init__(self, adapter: RewardAdapter, step: int, mine: set, timing: dict):
-        self.adapter, self.step, self.mine, self.timing = adapter, step, mine, timing
-
-    def _groups(self) -> dict[str, list[Sample]]:
-        groups: dict[str, list[Sample]] = {}
-        for key, s in self.adapter._planned.items():
-            if key not in self.mine and key not in self.adapter._scored:
-                groups.setdefault(s.group, []).append(s)
-        return groups
-
-    def pending(self) -> list[Future]:
-        """The preparations whose end would give it something to judge."""
-        renders = self.adapter._renders
-        return [renders[s.code, s.seed][1] for members in self._groups().values() for s in members
-                if not renders[s.code, s.seed][1].done()]
-
-    def judge(self) -> bool:
-        """Judge one later group's ready paintings; False where none is ready (nothing judged)."""
-        a, groups = self.adapter, self._groups()
-        ready = {g: [s for s in members if a._renders[s.code, s.seed][1].done()] for g, members in groups.items()}
-        whole_only = not a.scorer.settings.judge_as_rendered  # then a group is judged once all of it exists
-        ready = {g: done for g, done in ready.items()
-                 if done and (len(done) == len(groups[g]) or not whole_only)}
-        if not ready:
-            return False
-        group = max(ready, key=lambda g: (len(ready[g]) == len(groups[g]), len(ready[g])))
-        tj = time.perf_counter()
-        renders = [a._renders[s.code, s.seed] for s in ready[group]]
-        scored = a.scorer.score_group(ready[group], [_result(r) for r, _ in renders], self.step,
-                                      [p.result() for _, p in renders])
-        for s, one in zip(ready[group], scored):
-            a._scored[_score_key(s)] = one
-        spent = time.perf_counter() - tj
-        self.timing["judge_s"] += spent
-        self.timing["judge_ahead_s"] += spent
-        self.timing["pairwise_judge_s"] += a.scorer.last_pairwise_s
-        return True
-
-
-def _groups_as_rendered(samples: list[Sample], started: list, partial: bool = False,
-                        meanwhile: _JudgeAhead | None = None):
-    """Yield (samples, results, seconds waited) per group, each as soon as all its renders are done;
-    with `partial`, the last group pending comes out as its renders finish, a batch of those done so
-    far at a time (the rest in later batches). While several groups are pending they come out whole:
-    then the judge is the busy part, and small batches would slow it (judged as they came, one group's
-    64 comparisons took 2.20 s on an H200 against 1.52 whole). With nothing ready, `meanwhile` judges
-    later groups' paintings, and the wait ends when one of those is ready too. The wait is counted
-    from the previous batch on, and spent blocked, not polling."""
-    pending: dict[str, list[int]] = {}
-    for i, s in enumerate(samples):
-        pending.setdefault(s.group, []).append(i)
+def _batches_as_ready(mine: list[tuple[Sample, Future]], later: Callable[[], list[tuple[Sample, Future]]],
+                      whole: bool = False):
+    """Yield (this call's samples, later calls' samples, seconds waited) to judge together, each sample
+    of `mine` once, as their preparations (`Future`s) are done: whatever is ready whenever the judge is
+    free, of any group, so the judge never waits for a group's slowest painting while others are ready,
+    and its batches grow while paintings come faster than it judges. The later ones (`later()`: the
+    step's samples of later calls not judged yet) come with them, or alone while none of this call's is
+    ready. With `whole` (reward.judge_as_rendered: false), a group only once all of it is ready. The wait
+    is counted from the previous batch on, and spent blocked, not polling."""
+    pending = list(mine)
     waited = 0.0
     while pending:
-        ready = {g: [i for i in idx if _ready(started[i])] for g, idx in pending.items()}
-        last = partial and len(pending) == 1
-        ready = {g: done for g, done in ready.items() if done and (last or len(done) == len(pending[g]))}
-        if not ready and meanwhile is not None and meanwhile.judge():
-            continue
-        if not ready:  # then some render is still running: block until one finishes
-            running = [started[i] for idx in pending.values() for i in idx if not _ready(started[i])]
-            running += meanwhile.pending() if meanwhile is not None else []
-            tw = time.perf_counter()
-            wait(running, return_when=FIRST_COMPLETED)
-            waited += time.perf_counter() - tw
-            continue
-        for group, done in ready.items():
-            pending[group] = [i for i in pending[group] if i not in done]
-            if not pending[group]:
-                del pending[group]
-            yield [samples[i] for i in done], [_result(started[i]) for i in done], waited
+        others = later()
+        own, ahead = _ready(pending, whole), _ready(others, whole)
+        if own or ahead:
+            taken = {id(s) for s, _ in own}  # by sample: samples of one sketch share its preparation
+            pending = [(s, f) for s, f in pending if id(s) not in taken]
+            yield [s for s, _ in own], [s for s, _ in ahead], waited
             waited = 0.0
+            continue
+        tw = time.perf_counter()
+        wait([f for _, f in pending + others if not f.done()], return_when=FIRST_COMPLETED)
+        waited += time.perf_counter() - tw
+
+
+def _ready(items: list[tuple[Sample, Future]], whole: bool) -> list[tuple[Sample, Future]]:
+    """Those done; with `whole`, only those whose group (among `items`) is all done."""
+    done = [(s, f) for s, f in items if f.done()]
+    if not whole:
+        return done
+    open_groups = {s.group for s, f in items if not f.done()}
+    return [(s, f) for s, f in done if s.group not in open_groups]
 
 
 def prepared_when_rendered(x: RenderResult | Future, pool: ThreadPoolExecutor) -> Future:
@@ -289,10 +259,6 @@ def prepared_when_rendered(x: RenderResult | Future, pool: ThreadPoolExecutor) -
 
 def _score_key(s: Sample) -> tuple[str, str, int]:
     return s.prompt, s.completion, s.seed
-
-
-def _ready(x) -> bool:
-    return isinstance(x, RenderResult) or x.done()
 
 
 def _result(x) -> RenderResult:

@@ -1,11 +1,13 @@
-"""Scoring one group of rollouts: gate, length, pairwise judge, image judges, the total.
+"""Scoring rollouts: gate, length, pairwise judge, image judges, the total.
 
     scorer = Scorer(settings, judge=judge, references=refs, k=4, mix={"love": 0.5, "okay": 0.5})
-    scored = scorer.score_group(samples, results, step)    # one Scored per sample, same order
-    scored = scorer.score_group(samples, results, step, prepared)  # each painting's prepare(png), done earlier
+    scored = scorer.score(samples, results, step)    # one Scored per sample, same order
+    scored = scorer.score(samples, results, step, prepared)  # each painting's prepare(png), done earlier
 
-The completions of one prompt (a group) are judged together against one seeded reference draw,
-so their advantages reflect the paintings and not the draw. The rules, per sample:
+The completions of one prompt (a group) are judged against one seeded reference draw, whichever
+batch each is judged in, so their advantages reflect the paintings and not the draw; a batch may
+hold paintings of several groups, each against its own draw, in one call to the judge. The rules,
+per sample:
 
     render unavailable, or the PNG of a painting   -> total None: missing, listed in `missing`,
       that passed cannot be decoded, or a            never 0 (an infrastructure failure says
@@ -30,7 +32,7 @@ from salon.curate.sandbox.render import RenderResult
 from salon.judges.image_judges import Composition, CompositionJudge, PaintFractionJudge, composition
 from salon.judges.references import ReferenceSet
 from salon.judges.verdict import Rating
-from salon.judges.winrate import ReferenceDraw, draw_references, group_seed, judge_group
+from salon.judges.winrate import ReferenceDraw, draw_references, group_seed, judge_groups
 from salon.train.config import RewardSettings
 from salon.train.rollout import Sample
 
@@ -93,19 +95,21 @@ class Scorer:
     def components(self) -> list[str]:
         return ["gate", "length", "judge", *self.image_judges] + (["absolute"] if self.absolute else [])
 
-    def score_group(self, samples: list[Sample], results: list[RenderResult], step: int,
-                    prepared: list[tuple] | None = None) -> list[Scored]:
-        """`prepared`: each result's `prepare(png)`, where the caller made them while others rendered."""
+    def score(self, samples: list[Sample], results: list[RenderResult], step: int,
+              prepared: list[tuple] | None = None) -> list[Scored]:
+        """Samples of one group or of several, each judged against its own group's draw, all in one
+        call to the judge. `prepared`: each result's `prepare(png)`, where the caller made them while
+        others rendered."""
         prepared = [prepare(r.png) for r in results] if prepared is None else prepared
         images = [image for image, _ in prepared]
         passed = [i for i, r in enumerate(results) if r.ok and images[i] is not None]
-        draw = draw_references(self.references, self.k, self.mix, seed=group_seed(self.seed, step, samples[0].prompt))
-        # the other image judges are numpy on the CPU: they run in threads while the pairwise judge keeps
-        # the GPU busy, instead of after it
+        draws = {p: draw_references(self.references, self.k, self.mix, seed=group_seed(self.seed, step, p))
+                 for p in dict.fromkeys(s.prompt for s in samples)}
         measured = {name: self._threads.submit(safe_scores, j, [images[i] for i in passed])
                     for name, j in self.image_judges.items() if type(j) not in FROM_COMPOSITION}
         t0 = time.perf_counter()
-        judged, reasons = judge_safely(self.judge, [images[i] for i in passed], draw)
+        judged, reasons = judge_safely(self.judge, [images[i] for i in passed],
+                                       [draws[samples[i].prompt] for i in passed])
         self.last_pairwise_s = time.perf_counter() - t0  # the pairwise judge alone (the reward logs it beside judge_s)
         composed = [c for _, c in prepared]
         coverage = {i: c.coverage for i, c in enumerate(composed) if c is not None}
@@ -140,7 +144,7 @@ class Scorer:
                     v = values[j]
                     comp[name] = None if v is None else min(1.0, v / IMAGE_SCALE.get(name, 1.0))
                 missing += [c for c in self.components if comp[c] is None and self.settings.weight(c) > 0]
-            out.append(Scored(comp, self._total(comp, missing, passed=i in at), missing, reason, draw,
+            out.append(Scored(comp, self._total(comp, missing, passed=i in at), missing, reason, draws[sample.prompt],
                               images[i], coverage.get(i), rated[at[i]] if i in at and rated else None))
         return out
 
@@ -171,16 +175,24 @@ def prepare(png: bytes | None) -> tuple[Image.Image | None, Composition | None]:
         return image, None
 
 
-def judge_safely(judge, images, draw) -> tuple[list, list]:
-    """A pairwise judge's group scores against `draw` and their reasons; None for each when it raised."""
+def judge_safely(judge, images, draws) -> tuple[list, list]:
+    """A pairwise judge's scores of `images`, each against its own draw (`draws`, one an image; images of
+    one draw are one group), and their reasons; None for each when it raised."""
     if not images:
         return [], []
+    groups: dict[int, list[int]] = {}
+    for i, draw in enumerate(draws):
+        groups.setdefault(id(draw), []).append(i)
     try:
-        scored = judge_group(judge, images, draw)
-        return scored.scores, scored.reasons
+        scored = judge_groups(judge, [([images[i] for i in idx], draws[idx[0]]) for idx in groups.values()])
     except Exception as e:  # a judge that raises is down: missing, never a bad painting
-        log.warning("judge %s failed on a group: %s", getattr(judge, "name", judge), e)
+        log.warning("judge %s failed on a batch: %s", getattr(judge, "name", judge), e)
         return [None] * len(images), [f"judge failed: {type(e).__name__}: {e}"] * len(images)
+    scores, reasons = [None] * len(images), [None] * len(images)
+    for idx, group in zip(groups.values(), scored):
+        for i, score, reason in zip(idx, group.scores, group.reasons):
+            scores[i], reasons[i] = score, reason
+    return scores, reasons
 
 
 def safe_ratings(judge, images, prompts: list[str] | None = None) -> list[Rating]:

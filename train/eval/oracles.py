@@ -116,4 +116,4 @@ class Oracle:
 
         # one draw per prompt, the same for every checkpoint: their scores differ by the paintings only
         draw = draw_references(self.references, self.k, self.mix, seed=group_seed(0, "oracle", prompt))
-        return list(judge_safely(self.judge, images, draw)[0])
+        return list(judge_safely(self.judge, images, [draw] * len(images))[0])
