@@ -8,6 +8,7 @@ after), and TRL's pass untouched where a row's tokens have a gap. A few seconds 
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 TOL = 1e-5  # float32: rotary embeddings at other positions give the same scores up to rounding
@@ -47,10 +48,16 @@ def passes(t, model, ids, mask):
     return logps.detach() * keep, entropies.detach() * keep, grads
 
 
-def test_rotated_rows_give_trls_log_probs_entropies_and_gradients(tmp_path, monkeypatch):
+@pytest.mark.parametrize("checkpointing", [False, True])
+def test_rotated_rows_give_trls_log_probs_entropies_and_gradients(tmp_path, monkeypatch, checkpointing):
+    """With gradient checkpointing too: the backward pass runs each layer's forward again after the
+    model's own attention is back, on the mask the first forward made (none): causal again."""
     from salon.train import causal_loss
 
     t, model = trainer(tmp_path)
+    if checkpointing:
+        model.train()  # checkpointing acts in training mode only
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
     ids, mask = batch(model.config.vocab_size, t.processing_class.pad_token_id)
     plain = passes(t, model, ids, mask)
 
@@ -59,9 +66,15 @@ def test_rotated_rows_give_trls_log_probs_entropies_and_gradients(tmp_path, monk
     monkeypatch.setattr(causal_loss, "_causal_sdpa", lambda *a, **k: calls.append(a[1].shape) or wrapped(*a, **k))
     causal_loss.install(t)
     assert causal_loss.applies(model)
+    ran = []
+    attention = next(m for n, m in model.named_modules() if n.endswith("layers.0.self_attn"))
+    attention.register_forward_hook(lambda *_: ran.append(1))  # inside the checkpointed layer: runs again
     rotated = passes(t, model, ids, mask)
+    assert len(ran) == (2 if checkpointing else 1)  # with checkpointing the backward ran the layer again
     layers = model.config.num_hidden_layers
-    assert len(calls) == layers and calls[0][2] == PROMPT + COMPLETION  # every layer, unmasked, whole rows
+    # every layer, unmasked, whole rows (with checkpointing, the backward's second forward runs transformers'
+    # SDPA on the mask the first one made, none: causal again, which the gradients below check)
+    assert len(calls) == layers and calls[0][2] == PROMPT + COMPLETION
     assert model.config._attn_implementation == "sdpa"  # the model's own choice back
     for a, b in zip(plain[:2], rotated[:2]):
         assert a.shape == b.shape == (len(LEFT), COMPLETION)
