@@ -616,3 +616,37 @@ def test_generation_in_waves_gives_each_group_whole_and_the_same_tokens(trained)
     engine.on_wave = lambda p, ids: handed.append((p, ids))
     engine([PROMPTS[0]] * 4, trainer)
     assert trainer.num_generations == 2 and len(handed) == 2 and handed[1][0] == [PROMPTS[0]] * 2
+
+
+@pytest.mark.parametrize("waves", [1, 2])
+def test_rows_that_end_early_are_handed_over_while_the_others_decode(stopping_often, monkeypatch, waves):
+    """on_finished: the loop's checks (every SYNC_EVERY steps, 4 here) hand over the rows that ended since
+    the last one, each once, by their row in the whole batch (in two waves too), with the prompt and the
+    completion the batch gives it after; rows still going at the last check come only with the batch."""
+    from salon.train import decode
+
+    trainer, engine, eos = stopping_often
+    if waves > 1:
+        engine = CompiledGeneration(compile="off", prompt_bucket=16, waves=waves)
+        engine.attach(trainer)
+    monkeypatch.setattr(decode, "SYNC_EVERY", 4)
+    prompts = [p for p in PROMPTS for _ in range(2)]  # 4 groups of 2, as TRL orders them
+    engine(prompts, trainer)  # copy up to date
+    for seed in range(8):
+        handed = []
+        engine.on_finished = lambda p, ids, rows: handed.append((p, ids, rows))
+        try:
+            torch.manual_seed(seed)
+            out = engine(prompts, trainer)["completion_ids"]
+        finally:
+            engine.on_finished = None
+        assert engine.decoder.last_path == "loop"
+        rows = [r for _, _, batch_rows in handed for r in batch_rows]
+        assert len(rows) == len(set(rows))
+        for p, ids, batch_rows in handed:
+            assert p == [prompts[r] for r in batch_rows] and ids == [out[r] for r in batch_rows]
+            assert all(i[-1] in eos and len(i) <= 8 for i in ids)  # ended by the second check
+        if handed and len(rows) < len(prompts):
+            break
+    else:
+        pytest.fail("no seed ended some rows early and not all")

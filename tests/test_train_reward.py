@@ -458,3 +458,18 @@ def test_a_call_waiting_for_its_paintings_judges_the_next_groups_and_their_calls
     assert first + second == pytest.approx(want[0] + want[1], abs=1e-5) and all(r > 0 for r in first + second)
     df = load_rollouts(tmp_path / "ahead", images=False)
     assert sorted(df["completion"]) == sorted(completions) and df["judge_reason"].isna().all()
+
+
+def test_completions_that_end_early_are_prefetched_in_their_rows_groups():
+    """The compiled engine's on_finished: rows 3 and 5 of a batch of 8 completions, 2 a dataset row, are
+    decoded as TRL decodes them and prefetched as rows 1 and 2 (their groups), at the step TRL is on."""
+    from types import SimpleNamespace
+
+    from salon.train.reward import prefetching_finished
+
+    asked = []
+    adapter = SimpleNamespace(prefetch=lambda *a, **k: asked.append((a, k)))
+    tokenizer = SimpleNamespace(batch_decode=lambda ids, skip_special_tokens: [f"text{i}" for i in ids])
+    trainer = SimpleNamespace(processing_class=tokenizer, state=SimpleNamespace(global_step=4), num_generations=2)
+    prefetching_finished(adapter, trainer)(["p3", "p5"], [[3], [5]], [3, 5])
+    assert asked == [((["p3", "p5"], ["text[3]", "text[5]"], 4), {"rows": [1, 2]})]

@@ -194,6 +194,10 @@ class StaticDecoder:
         # call's time a step, the host (Python, the launches) paces the card rather than the card's work
         self.last_host_ms_per_step: float | None = None
         self.last_path = ""  # "loop" or "generate": which ran the last call
+        # called at the loop's checks (every SYNC_EVERY steps) with the rows that finished since the last
+        # check and their tokens so far (EOS and the pad after it included), so their paintings can start
+        # while the other rows decode; the check reads which rows are going anyway (one small copy more)
+        self.on_finished = None
         self.loop_error: str | None = None  # why the compiled loop was given up, if it was
 
     @property
@@ -350,12 +354,18 @@ class StaticDecoder:
         # (the launches queue, so between two waits the host runs ahead of the card or paces it)
         first = last = None
         waited = 0.0
+        handed: set[int] = set()  # rows given to on_finished
         for i in range(1, cfg.max_new_tokens):
             if i % SYNC_EVERY == 0:
                 t = time.perf_counter()
-                if not bool(unfinished.any()):
+                going = unfinished.tolist() if self.on_finished is not None else [bool(unfinished.any())]
+                if not any(going):
                     break
                 waited += time.perf_counter() - t
+                ended = [r for r, g in enumerate(going) if not g and r not in handed]
+                if self.on_finished is not None and ended:
+                    handed.update(ended)
+                    self.on_finished(ended, out[ended, :i])
             mask[:, bucket + i - 1].fill_(1)  # the token fed now is attended from here on (fill_: no host copy)
             step, keys = self.step, None
             if span is not None:

@@ -39,7 +39,9 @@ bound (shared/reference/generation-speed.md). This engine owns that path instead
    (the recipe's `reward.prefetching_generated`) starts rendering each wave but the last at once.
    With `grpo.update_per_group` the first call of an optimiser step generates every micro-batch the
    Trainer fetched for it (`ahead`, salon.train.update_per_group) in one batch, `on_step` starts
-   rendering them all, and each later call hands TRL its micro-batch's completions.
+   rendering them all, and each later call hands TRL its micro-batch's completions. A row that ends
+   (EOS) while others decode goes to `on_finished` (the recipe's `reward.prefetching_finished`) at the
+   loop's next check, so its painting renders during the rest of the decode.
 4. The loss is untouched: TRL computes its log-probabilities with the trained peft model as
    always, and this engine returns no sampling log-probs (`logprobs: None`, as TRL's own
    transformers path), so no importance-sampling term enters.
@@ -75,6 +77,7 @@ signature.
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import time
 from collections import deque
@@ -165,6 +168,9 @@ class CompiledGeneration:
         # the Trainer fetches them; the first call generates them all, and `on_step` gets every completion
         self.ahead: list[list] | None = None
         self.on_step = None
+        # called with (prompts, completion ids, their rows in the generation batch) of the rows that ended
+        # (EOS) while others still decode, as the decode loop finds them (salon.train.decode.SYNC_EVERY)
+        self.on_finished = None
         self.step_tokens: int | None = None  # TRL's loss tokens in the whole step (update_per_group)
         self._made: deque = deque()  # (prompts, output) of the step's micro-batches not yet asked for
         self.policy: MergedPolicy | None = None
@@ -223,6 +229,10 @@ class CompiledGeneration:
                                        "completion_ids": made["completion_ids"][part], "logprobs": None}))
             start += len(batch)
 
+    def _finished(self, prompts: list, wave: list[int], eos: list[int], rows: list[int], ids: torch.Tensor) -> None:
+        """The decoder's rows that ended, as on_finished wants them (cut as the whole batch will be)."""
+        self.on_finished([prompts[r] for r in rows], cut_after_eos(ids, eos), [wave[r] for r in rows])
+
     def _generate(self, prompts: list, trainer) -> dict:
         if self.policy is None:
             self.attach(trainer)
@@ -236,6 +246,8 @@ class CompiledGeneration:
         seconds, host_pace = 0.0, []
         parts = waves_of(prompts, self.waves, getattr(trainer, "num_generations", None))
         for n, wave in enumerate(parts):
+            self.decoder.on_finished = None if self.on_finished is None else functools.partial(
+                self._finished, [prompts[i] for i in wave], wave, trainer.eos_token_ids)
             made = cut_after_eos(self.decoder.generate([prompt_ids[i] for i in wave], trainer.generation_config),
                                  trainer.eos_token_ids)
             seconds += self.decoder.last_seconds

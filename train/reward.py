@@ -136,14 +136,17 @@ class RewardAdapter:
         self.recorder.record(rollouts, step, log_metric, timing)
         return [r.reward for r in rollouts]
 
-    def prefetch(self, prompts, completions, step: int, group_size: int | None = None) -> None:
+    def prefetch(self, prompts, completions, step: int, group_size: int | None = None,
+                 rows: list[int] | None = None) -> None:
         """Start rendering right after generation (TRL computes log-probs before it asks for
         rewards), after each wave of it, or for the whole step at once (grpo.update_per_group, whose
         reward calls come a micro-batch at a time); the reward calls pick the renders up by (code,
         seed). `group_size` (TRL's num_generations): each run of that many completions is one row's
         group, as TRL lays them out, so the planner groups them as the reward call will (by its `row`
-        column); a stand-in planner (salon.train.smoke) picks its sketch by group and position."""
-        rows = None if group_size is None else [i // group_size for i in range(len(prompts))]
+        column); a stand-in planner (salon.train.smoke) picks its sketch by group and position. `rows`: each
+        completion's row where they are not the batch's first ones in order (rows that ended early)."""
+        if rows is None and group_size is not None:
+            rows = [i // group_size for i in range(len(prompts))]
         samples = self.planner.plan(prompts, [completion_text(c) for c in completions], step, rows)
         passing = [s for s in samples if not gate.static_violations(s.code)]
         self._render_all(passing, step)
@@ -275,6 +278,17 @@ def prefetching_generated(adapter: RewardAdapter, trainer):
         adapter.prefetch(prompts, texts, trainer.state.global_step, trainer.num_generations)
 
     return generated
+
+
+def prefetching_finished(adapter: RewardAdapter, trainer):
+    """The compiled engine's `on_finished`: the completions that ended while others decode start
+    rendering then, each planned in its row's group (TRL's layout: num_generations a row)."""
+    def finished(prompts, completion_ids, batch_rows):
+        texts = trainer.processing_class.batch_decode(completion_ids, skip_special_tokens=True)
+        adapter.prefetch(prompts, texts, trainer.state.global_step,
+                         rows=[r // trainer.num_generations for r in batch_rows])
+
+    return finished
 
 
 def prefetching(generate, adapter: RewardAdapter, trainer):
