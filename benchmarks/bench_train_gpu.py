@@ -54,9 +54,8 @@ left out) of:
                   reward, log-prob passes): the loss's forward and backward and the update
   peak_memory_gib torch.cuda.max_memory_allocated over the engine's run (0 on a CPU)
 The printout (and `--steps-json`) adds, per step, pairwise_judge_s (judge_s's pairwise judge alone:
-the rest of it is the CPU-side image judges, decoding and the records), judge_ahead_s (the part of
-judge_s a reward call spent on later calls' paintings while it waited for its own:
-grpo.update_per_group), render_max_s and ocr_max_s (the slowest painting's time in its browser and
+the rest of it is the CPU-side image judges, decoding and the records), judge_ahead_s (the later
+calls' paintings' share of judge_s, by count in the batches that held them: grpo.update_per_group), render_max_s and ocr_max_s (the slowest painting's time in its browser and
 in the text check), render_mean_s and ocr_mean_s (their
 means over the step's paintings), reward_s (the reward function:
 render wait, judging, the archive), logprob_s (the rest of TRL's rollout: the log-prob passes and its
