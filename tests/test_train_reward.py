@@ -240,6 +240,20 @@ def test_paintings_are_judged_as_they_are_ready_of_any_group_and_the_wait_is_cou
     assert out[0][2] == 0 and out[1][2] >= 0.05 and checks["n"] < 50
 
 
+def test_a_call_waits_for_its_least_batch_unless_that_is_all_it_has_left():
+    """reward.judge_min_batch 3, the same renders: nothing comes out alone at first; three at 0.2 s (a's
+    first with b's two), then a's slowest alone, the last the call has."""
+    from salon.train import reward as reward_module
+
+    samples = grouped("aabb")
+    futures, threads = finishing([None, 0.4, 0.1, 0.2])
+    out = list(reward_module._batches_as_ready(list(zip(samples, futures)), lambda: [], least=3))
+    for t in threads:
+        t.join()
+    assert [sorted(s.index for s in own) for own, _, _ in out] == [[0, 2, 3], [1]]
+    assert out[0][2] >= 0.15
+
+
 def test_with_judge_as_rendered_off_a_group_comes_out_once_all_of_it_is_ready():
     """The same renders, reward.judge_as_rendered false: b whole once its second painting exists, then a
     once its slowest does; a's first painting waits for it."""

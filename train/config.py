@@ -114,6 +114,9 @@ class RewardSettings:
     # On an H200 at 8 x 2,048 (one group), render wait + judging 2.82 s against 3.63 whole
     # (results/bench_train_gpu_variants_h200.json)
     judge_as_rendered: bool = True
+    # judge_as_rendered: a judge call waits for this many ready paintings while more of its own render (fewer
+    # when those are all it has left): a call has a fixed cost, and a painting at a time spent it over and over
+    judge_min_batch: Annotated[int, at_least(1)] = 4
 
     def __post_init__(self):
         p = field_problems(self, "reward.")

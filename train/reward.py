@@ -12,13 +12,14 @@ One sample through a call (`__call__` reads in this order):
 2. gate and render: the static gate runs at once; sketches that pass go to the render step, all
    of the batch together (or already at generation time: `prefetch`); one sketch with one seed is
    rendered once a step, whichever completions wrote it;
-3. score (salon.train.scoring.Scorer): whatever paintings are ready whenever the judge is free, of any
-   group, each against its own group's reference draw, in one call to the judge (`_batches_as_ready`):
-   the judge never waits for a group's slowest painting while others are ready, and its batches grow
-   while paintings come faster than it judges (with `reward.judge_as_rendered: false`, a group once all
-   of it is ready). The paintings of the step's later calls that `prefetch` planned (grpo.update_per_group
-   calls come a micro-batch at a time) are judged beside this call's, or alone while none of its own is
-   ready, and their own calls find them scored: the card judges while it would wait. Gate failure gets the
+3. score (salon.train.scoring.Scorer): the paintings ready when the judge is free, of any group, each
+   against its own group's reference draw, in one call to the judge once they are
+   `reward.judge_min_batch` or all the call has left (`_batches_as_ready`): the judge never waits for
+   a group's slowest painting while others are ready, and its batches grow while paintings come faster
+   than it judges (with `reward.judge_as_rendered: false`, a group once all of it is ready). The
+   paintings of the step's later calls that `prefetch` planned (grpo.update_per_group calls come a
+   micro-batch at a time) are judged beside this call's, or alone while none of its own is ready, and
+   their own calls find them scored: the card judges while it would wait. Gate failure gets the
    configured penalty; an infrastructure failure (render unavailable, an undecodable PNG, a
    weighted scorer without an answer) makes the sample None, never 0;
 4. record (salon.train.recorder.Recorder): a typed `Rollout` per sample goes to the archive, with
@@ -108,9 +109,10 @@ class RewardAdapter:
             else:
                 rollouts[s.index] = self._rollout(s, _result(started[s.index]), found, step)
         mine = {_score_key(s) for s in samples}
+        settings = self.scorer.settings
         for own, ahead, waited in _batches_as_ready([(s, prepared[s.index]) for s in todo],
                                                     functools.partial(self._later, mine),
-                                                    whole=not self.scorer.settings.judge_as_rendered):
+                                                    not settings.judge_as_rendered, settings.judge_min_batch):
             timing["render_wait_s"] += waited
             tj = time.perf_counter()
             renders = [self._renders[s.code, s.seed] for s in ahead]
@@ -209,20 +211,21 @@ class RewardAdapter:
 
 
 def _batches_as_ready(mine: list[tuple[Sample, Future]], later: Callable[[], list[tuple[Sample, Future]]],
-                      whole: bool = False):
+                      whole: bool = False, least: int = 1):
     """Yield (this call's samples, later calls' samples, seconds waited) to judge together, each sample
-    of `mine` once, as their preparations (`Future`s) are done: whatever is ready whenever the judge is
-    free, of any group, so the judge never waits for a group's slowest painting while others are ready,
-    and its batches grow while paintings come faster than it judges. The later ones (`later()`: the
-    step's samples of later calls not judged yet) come with them, or alone while none of this call's is
-    ready. With `whole` (reward.judge_as_rendered: false), a group only once all of it is ready. The wait
-    is counted from the previous batch on, and spent blocked, not polling."""
+    of `mine` once, as their preparations (`Future`s) are done: what is ready when the judge is free, of
+    any group, once it is at least `least` paintings or all this call has left, so the judge never
+    waits for a group's slowest painting while others are ready, and its batches grow while paintings
+    come faster than it judges. The later ones (`later()`: the step's samples of later calls not judged
+    yet) come with them, or alone while none of this call's is ready. With `whole`
+    (reward.judge_as_rendered: false), a group only once all of it is ready. The wait is counted from
+    the previous batch on, and spent blocked, not polling."""
     pending = list(mine)
     waited = 0.0
     while pending:
         others = later()
         own, ahead = _ready(pending, whole), _ready(others, whole)
-        if own or ahead:
+        if (own or ahead) and (whole or len(own) + len(ahead) >= least or len(own) == len(pending)):
             taken = {id(s) for s, _ in own}  # by sample: samples of one sketch share its preparation
             pending = [(s, f) for s, f in pending if id(s) not in taken]
             yield [s for s, _ in own], [s for s, _ in ahead], waited
