@@ -115,8 +115,10 @@ class RewardSettings:
     # (results/bench_train_gpu_variants_h200.json)
     judge_as_rendered: bool = True
     # judge_as_rendered: a judge call waits for this many ready paintings while more of its own render (fewer
-    # when those are all it has left): a call has a fixed cost, and a painting at a time spent it over and over
-    judge_min_batch: Annotated[int, at_least(1)] = 4
+    # when those are all it has left). On an H200, 1: 8 x 2,048 9.86 s a step against 10.19 at 4, 64 x 2,048
+    # 30.97 against 30.56 (results/bench_train_gpu*_h200.json); on a 2-core CPU, where the judge shares the
+    # browsers' cores, 4: 59.74 s against 63.16 (results/bench_train_judge_batches_cpu.json)
+    judge_min_batch: Annotated[int, at_least(1)] = 1
 
     def __post_init__(self):
         p = field_problems(self, "reward.")

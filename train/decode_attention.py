@@ -62,11 +62,13 @@ except ImportError:  # no Triton: the reference path only (a CPU-only torch buil
 
 ATTENTION = "salon_grouped_decode"  # the merged copy's attention (decode.grouped_decode_attention)
 KEY_CHUNK = 256  # buckets: the positions a step attends, rounded up to a multiple of this
-# The tiling: the fastest exact one of 72 in benchmarks/probe_filled_attention.py on an H200 at 64 rows
-# for the kernel of one row a program (results/probe_filled_attention_h200.json: 281 against 296 us
-# a layer for 1,024 + 2,048 new tokens), kept for the tiles until the probe has timed them
+# The tiling: the tiles' fastest of 16 in benchmarks/probe_filled_attention.py on an H200 at 64 rows
+# (results/probe_filled_attention_tiles_h200.json: 104.1 and 159.6 us a layer at 1,024 and 2,048 new
+# tokens, 1.05x and 1.03x the kernel of one row a program, 9277e0d, timed beside it; the split of 256
+# it had was 0.89-0.95x). At 8 rows every tiling was slower than one row a program (0.86-0.94x), and
+# `auto` reads the whole cache there anyway.
 BLOCK_N = 128  # positions per inner step of a program
-SPLIT = 256  # positions per program (a multiple of BLOCK_N): more programs for short caches
+SPLIT = 512  # positions per program (a multiple of BLOCK_N)
 NUM_WARPS, NUM_STAGES = 4, 2  # the tile kernel's warps per program and software-pipelining depth
 # rows of one prompt a tile serves over the prompt positions: with Qwen3-1.7B's 2 query heads a KV
 # head, 16 query rows, the smallest tile the tensor cores take
