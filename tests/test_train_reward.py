@@ -115,7 +115,7 @@ def test_judge_failure_is_none_and_counted(tiny, render_pool, tmp_path):
     rewards, metrics = call(a, prompts, completions, rows=[0, 0, 1, 1])
     assert len(rewards) == 4
     assert rewards[1] == rewards[3] == 0.0  # gate failures keep their penalty
-    assert sum(r is None for r in rewards) == 1  # the group judged second got no answer
+    assert sum(r is None for r in rewards) == 1  # the painting judged second got no answer
     assert metrics["salon/judge_missing"] == 1 and metrics["salon/none"] == 1
     df = load_rollouts(tmp_path, images=False)
     failed = df[df["reward"].isna()].iloc[0]

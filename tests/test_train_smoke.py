@@ -1,7 +1,7 @@
 """CPU smoke runs of `salon train` with smoke.yaml: tiny policy, tiny VLM judge, real rendering.
 
 2 GRPO steps, then a resume to step 3 from the latest checkpoint; and a run whose judge fails for
-every other group. Offline (HF_HUB_OFFLINE=1); about a minute and a half on two cores.
+every other painting. Offline (HF_HUB_OFFLINE=1); about a minute and a half on two cores.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Helpers for the trainer tests: judges that fail on purpose, synthetic rollout archives and evals.
 
 `FlakyJudge` (load it as "train_support:FlakyJudge"; tests/ is on sys.path through conftest)
-answers like the tiny transformers judge on odd-numbered calls and gives `None` verdicts (a
-timeout) on even-numbered ones, i.e. for every other group; `DownOracle` always raises.
+answers like the tiny transformers judge for odd-numbered paintings it is shown and gives `None`
+verdicts (a timeout) for even-numbered ones, however they are batched; `DownOracle` always raises.
 `write_synthetic_run` writes an archive in the layout `salon train` writes, with paintings drawn
 to order; `write_synthetic_eval` writes `salon eval`'s samples of checkpoints drawn to order.
 """
@@ -34,6 +34,8 @@ class DownOracle:
 
 
 class FlakyJudge:
+    """A judge that does not answer for every second painting it is shown, however the reward batches them."""
+
     prompt_version = "flaky-test"
 
     def __init__(self, model: str | None = None, **kwargs):
@@ -41,17 +43,21 @@ class FlakyJudge:
 
         self.inner = load_judge("transformers", model=model, **kwargs) if model else None
         self.name = "test:flaky"
-        self.calls = 0
+        self.shown = 0
 
     def judge(self, candidates, references):
-        self.calls += 1
-        if self.calls % 2 == 0:
-            return [[Verdict(reference=r.id, judge=self.name, prompt_version=self.prompt_version,
-                             reason="timeout: judge did not answer") for r in references] for _ in candidates]
         if self.inner is None:
-            return [[Verdict(reference=r.id, judge=self.name, prompt_version=self.prompt_version, p=0.5,
+            rows = [[Verdict(reference=r.id, judge=self.name, prompt_version=self.prompt_version, p=0.5,
                              p_first=0.5, p_second=0.5) for r in references] for _ in candidates]
-        return self.inner.judge(candidates, references)
+        else:
+            rows = self.inner.judge(candidates, references)
+        out = []
+        for row in rows:
+            self.shown += 1
+            out.append(row if self.shown % 2 else [
+                Verdict(reference=r.id, judge=self.name, prompt_version=self.prompt_version,
+                        reason="timeout: judge did not answer") for r in references])
+        return out
 
 
 def painting(rng, coverage: float, hue, size: int = 96) -> bytes:
