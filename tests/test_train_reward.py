@@ -479,11 +479,11 @@ def test_completions_that_end_early_are_prefetched_in_their_rows_groups():
     decoded as TRL decodes them and prefetched as rows 1 and 2 (their groups), at the step TRL is on."""
     from types import SimpleNamespace
 
-    from salon.train.reward import prefetching_finished
+    from salon.train.reward import prefetching_generated
 
     asked = []
     adapter = SimpleNamespace(prefetch=lambda *a, **k: asked.append((a, k)))
     tokenizer = SimpleNamespace(batch_decode=lambda ids, skip_special_tokens: [f"text{i}" for i in ids])
     trainer = SimpleNamespace(processing_class=tokenizer, state=SimpleNamespace(global_step=4), num_generations=2)
-    prefetching_finished(adapter, trainer)(["p3", "p5"], [[3], [5]], [3, 5])
-    assert asked == [((["p3", "p5"], ["text[3]", "text[5]"], 4), {"rows": [1, 2]})]
+    prefetching_generated(adapter, trainer)(["p3", "p5"], [[3], [5]], [3, 5])
+    assert asked == [((["p3", "p5"], ["text[3]", "text[5]"], 4, 2), {"rows": [1, 2]})]

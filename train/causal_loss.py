@@ -43,11 +43,10 @@ def register() -> None:
     AttentionInterface.register(CAUSAL, _causal_sdpa)
 
 
-def applies(model) -> bool:
-    """Every layer of every model inside `model` is full causal attention through SDPA."""
+def applies(models: list) -> bool:
+    """Every layer of every model (`pretrained(...)`) is full causal attention through SDPA."""
     from salon.train.decode_attention import full_attention_only
 
-    models = _pretrained(model)
     return bool(models) and all(full_attention_only(m) and m.config._attn_implementation == "sdpa" for m in models)
 
 
@@ -61,7 +60,8 @@ def install(trainer) -> None:
                compute_aux_loss=False, **images):
         plain = functools.partial(original, model, input_ids, attention_mask, logits_to_keep, batch_size,
                                   compute_entropy, compute_aux_loss, **images)
-        if compute_aux_loss or any(v is not None for v in images.values()) or not applies(model):
+        models = pretrained(model)
+        if compute_aux_loss or any(v is not None for v in images.values()) or not applies(models):
             return plain()
         shift = left_padding(attention_mask)
         if shift is None:
@@ -69,7 +69,7 @@ def install(trainer) -> None:
         widest = int(shift.max())
         if widest:
             input_ids, attention_mask = rotated(input_ids, shift), rotated(attention_mask, shift)
-        with attention(model, CAUSAL):
+        with attention(models, CAUSAL):
             logps, entropies, aux = original(model, input_ids, attention_mask, logits_to_keep + widest, batch_size,
                                              compute_entropy, compute_aux_loss)
         if widest:  # row r's completion starts `widest - shift[r]` columns into what came back
@@ -99,10 +99,10 @@ def rotated(x: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
 
 
 @contextlib.contextmanager
-def attention(model, name: str):
-    """Every model inside `model` (through peft, DDP and torch.compile wrappers) on attention `name`;
-    the earlier choice back after. torch.compile guards on it: a new name is one more graph."""
-    configs = {id(m.config): m.config for m in _pretrained(model)}.values()
+def attention(models: list, name: str):
+    """Every model of `models` (`pretrained(...)`) on attention `name`; the earlier choice back after.
+    torch.compile guards on it: a new name is one more graph."""
+    configs = {id(m.config): m.config for m in models}.values()
     before = [c._attn_implementation for c in configs]
     for c in configs:
         c._attn_implementation = name
@@ -113,7 +113,8 @@ def attention(model, name: str):
             c._attn_implementation = old
 
 
-def _pretrained(model) -> list:
+def pretrained(model) -> list:
+    """The transformers models inside `model`, through peft, DDP and torch.compile wrappers."""
     from transformers import PreTrainedModel
 
     return [m for m in model.modules() if isinstance(m, PreTrainedModel)]

@@ -362,8 +362,8 @@ class StaticDecoder:
                 if not any(going):
                     break
                 waited += time.perf_counter() - t
-                ended = [r for r, g in enumerate(going) if not g and r not in handed]
-                if self.on_finished is not None and ended:
+                ended = [r for r, g in enumerate(going) if not g and r not in handed] if self.on_finished else []
+                if ended:
                     handed.update(ended)
                     self.on_finished(ended, out[ended, :i])
             mask[:, bucket + i - 1].fill_(1)  # the token fed now is attended from here on (fill_: no host copy)

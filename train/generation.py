@@ -40,7 +40,7 @@ bound (shared/reference/generation-speed.md). This engine owns that path instead
    With `grpo.update_per_group` the first call of an optimiser step generates every micro-batch the
    Trainer fetched for it (`ahead`, salon.train.update_per_group) in one batch, `on_step` starts
    rendering them all, and each later call hands TRL its micro-batch's completions. A row that ends
-   (EOS) while others decode goes to `on_finished` (the recipe's `reward.prefetching_finished`) at the
+   (EOS) while others decode goes to `on_finished` (the recipe's `reward.prefetching_generated`) at the
    loop's next check, so its painting renders during the rest of the decode.
 4. The loss is untouched: TRL computes its log-probabilities with the trained peft model as
    always, and this engine returns no sampling log-probs (`logprobs: None`, as TRL's own

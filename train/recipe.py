@@ -257,8 +257,7 @@ def train(cfg: TrainConfig) -> dict:
     from salon.train.causal_loss import install as install_causal_loss
     from salon.train.progress import compact_output, quiet_library_warnings
     from salon.train.recorder import Recorder
-    from salon.train.reward import (RewardAdapter, prefetching, prefetching_finished, prefetching_generated,
-                                    submit_each)
+    from salon.train.reward import RewardAdapter, prefetching, prefetching_generated, submit_each
     from salon.train.rollout import Planner
     from salon.train.run_card import write_run_card
     from salon.train.smoke import ExampleSketches
@@ -344,7 +343,7 @@ def train(cfg: TrainConfig) -> dict:
             if cfg.grpo.update_per_group:  # the engine exists: refused above otherwise
                 engine.on_step = prefetching_generated(adapter, trainer)  # the whole step renders at once
             if engine is not None:  # a completion that ends early renders while the others decode
-                engine.on_finished = prefetching_finished(adapter, trainer)
+                engine.on_finished = prefetching_generated(adapter, trainer)
         if hasattr(render, "start"):
             render.start()  # local worker processes: their browsers start while nothing else runs
         trainer.train(resume_from_checkpoint=checkpoint)

@@ -273,25 +273,18 @@ def _result(x) -> RenderResult:
 
 def prefetching_generated(adapter: RewardAdapter, trainer):
     """The compiled engine's `on_wave` (grpo.generation_waves: a wave's paintings start rendering while
-    the next wave generates) and `on_step` (grpo.update_per_group: the whole step's, while TRL scores
-    and updates a micro-batch at a time). Decoded as TRL decodes completions; a text that came out
-    otherwise would only be rendered again at reward time."""
-    def generated(prompts, completion_ids):
+    the next wave generates), `on_step` (grpo.update_per_group: the whole step's, while TRL scores
+    and updates a micro-batch at a time) and `on_finished` (the completions that ended while others
+    decode, with their rows in the batch: each planned in its row's group, num_generations a row).
+    Decoded as TRL decodes completions; a text that came out otherwise would only be rendered again at
+    reward time."""
+    def generated(prompts, completion_ids, batch_rows=None):
         texts = trainer.processing_class.batch_decode(completion_ids, skip_special_tokens=True)
-        adapter.prefetch(prompts, texts, trainer.state.global_step, trainer.num_generations)
+        n = trainer.num_generations
+        adapter.prefetch(prompts, texts, trainer.state.global_step, n,
+                         rows=None if batch_rows is None else [r // n for r in batch_rows])
 
     return generated
-
-
-def prefetching_finished(adapter: RewardAdapter, trainer):
-    """The compiled engine's `on_finished`: the completions that ended while others decode start
-    rendering then, each planned in its row's group (TRL's layout: num_generations a row)."""
-    def finished(prompts, completion_ids, batch_rows):
-        texts = trainer.processing_class.batch_decode(completion_ids, skip_special_tokens=True)
-        adapter.prefetch(prompts, texts, trainer.state.global_step,
-                         rows=[r // trainer.num_generations for r in batch_rows])
-
-    return finished
 
 
 def prefetching(generate, adapter: RewardAdapter, trainer):

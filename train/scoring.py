@@ -105,6 +105,8 @@ class Scorer:
         passed = [i for i, r in enumerate(results) if r.ok and images[i] is not None]
         draws = {p: draw_references(self.references, self.k, self.mix, seed=group_seed(self.seed, step, p))
                  for p in dict.fromkeys(s.prompt for s in samples)}
+        # the other image judges are numpy on the CPU: they run in threads while the pairwise judge keeps
+        # the GPU busy, instead of after it
         measured = {name: self._threads.submit(safe_scores, j, [images[i] for i in passed])
                     for name, j in self.image_judges.items() if type(j) not in FROM_COMPOSITION}
         t0 = time.perf_counter()
