@@ -55,8 +55,9 @@ left out) of:
   peak_memory_gib torch.cuda.max_memory_allocated over the engine's run (0 on a CPU)
 The printout (and `--steps-json`) adds, per step, pairwise_judge_s (judge_s's pairwise judge alone:
 the rest of it is the CPU-side image judges, decoding and the records), judge_ahead_s (the later
-calls' paintings' share of judge_s, by count in the batches that held them: grpo.update_per_group), render_max_s and ocr_max_s (the slowest painting's time in its browser and
-in the text check), render_mean_s and ocr_mean_s (their
+calls' paintings' share of judge_s, by count in the batches that held them: grpo.update_per_group),
+judge_calls (the batches the judge was called with over the step), render_max_s and ocr_max_s (the
+slowest painting's time in its browser and in the text check), render_mean_s and ocr_mean_s (their
 means over the step's paintings), reward_s (the reward function:
 render wait, judging, the archive), logprob_s (the rest of TRL's rollout: the log-prob passes and its
 bookkeeping) and host_ms_per_step (the compiled engine's host time a decode step, its waits for the
@@ -328,7 +329,8 @@ def run_engine(args, engine: str, variant: list[str] | None, refs: Path, gpu_ren
         steps.append({"step": step + 1, "step_s": timings.step[step], "generation_s": generation,
                       "tokens_per_s": timings.tokens.get(step, 0) / generation,
                       **{name: part(name) for name in ("render_wait_s", "judge_s", "judge_ahead_s", "pairwise_judge_s",
-                                                       "render_max_s", "ocr_max_s", "render_mean_s", "ocr_mean_s")},
+                                                       "render_max_s", "ocr_max_s", "render_mean_s", "ocr_mean_s",
+                                                       "judge_calls")},
                       "optimisation_s": timings.step[step] - rollout, "reward_s": reward,
                       "logprob_s": rollout - generation - reward,
                       "host_ms_per_step": h.get("salon/generation/host_ms_per_step", float("nan")),

@@ -464,8 +464,9 @@ def test_a_call_waiting_for_its_paintings_judges_the_next_groups_and_their_calls
     assert judged_ahead.is_set() and metrics["salon/time/judge_ahead_s"] > 0
     assert sorted(scored) == sorted(completions)  # its own group, and the next one ahead of its call
     assert as_rendered or batches == [2, 2]  # whole groups: the later one, then its own
+    assert metrics["salon/time/judge_calls"] == len(batches)  # every batch the judge was called with
     second, metrics = call(a, prompts[2:], completions[2:], rows=[1, 1], step=2)
-    assert len(scored) == 4 and metrics["salon/time/judge_s"] == 0  # found scored: nothing judged again
+    assert len(scored) == 4 and metrics["salon/time/judge_s"] == metrics["salon/time/judge_calls"] == 0  # found scored
     plain = adapter(tiny, render_pool, tmp_path / "plain")
     want = [call(plain, prompts[k:k + 2], completions[k:k + 2], rows=[row] * 2, step=2)[0]
             for k, row in ((0, 0), (2, 1))]

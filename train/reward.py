@@ -99,8 +99,10 @@ class RewardAdapter:
         rollouts: list[Rollout | None] = [None] * len(samples)
         # judge_s: scoring (the pairwise judge, the image judges, decoding, the records), judge_ahead_s the
         # later calls' paintings' share of it (by count, in the batches that held them); pairwise_judge_s:
-        # the pairwise judge's share of judge_s
-        timing = {"render_wait_s": 0.0, "judge_s": 0.0, "judge_ahead_s": 0.0, "pairwise_judge_s": 0.0}
+        # the pairwise judge's share of judge_s; judge_calls: how many batches judged them (a judge call's
+        # fixed cost and its batch size are what judging as rendered trades against the wait)
+        timing = {"render_wait_s": 0.0, "judge_s": 0.0, "judge_ahead_s": 0.0, "pairwise_judge_s": 0.0,
+                  "judge_calls": 0}
         todo = []
         for s in samples:
             found = self._scored.get(_score_key(s))  # this step's: _start has moved them on to it
@@ -127,6 +129,7 @@ class RewardAdapter:
             timing["judge_s"] += spent
             timing["judge_ahead_s"] += spent * len(ahead) / (len(own) + len(ahead))
             timing["pairwise_judge_s"] += self.scorer.last_pairwise_s
+            timing["judge_calls"] += 1
         timing["reward_s"] = time.perf_counter() - t0
         # the slowest painting's time in its browser and its text check (what a group waits for at least),
         # and the mean (against the reward's time: how busy the browsers were)
