@@ -112,12 +112,13 @@ class RewardSettings:
     # one reference draw), so judging overlaps rendering and never waits on a group's slowest painting while
     # others are ready; false: a group once all of it is rendered (salon.train.reward).
     # On an H200 at 8 x 2,048 (one group), render wait + judging 2.82 s against 3.63 whole
-    # (results/bench_train_gpu_variants_h200.json)
+    # (results/bench_train_gpu_variants_h200.json); at 64 x 2,048 a 30.97-s step against 33.46 whole, though
+    # whole groups judged faster: 1.29 s per 64 comparisons against 1.61 (results/bench_train_gpu_64_h200.json)
     judge_as_rendered: bool = True
     # judge_as_rendered: a judge call waits for this many ready paintings while more of its own render (fewer
     # when those are all it has left). On an H200, 1: 8 x 2,048 9.86 s a step against 10.19 at 4, 64 x 2,048
-    # 30.97 against 30.56 (results/bench_train_gpu*_h200.json); on a 2-core CPU, where the judge shares the
-    # browsers' cores, 4: 59.74 s against 63.16 (results/bench_train_judge_batches_cpu.json)
+    # 30.97 against 30.56 at 4 and 30.28 at 8 (results/bench_train_gpu*_h200.json); on a 2-core CPU, where the
+    # judge shares the browsers' cores, 4: 59.74 s against 63.16 (results/bench_train_judge_batches_cpu.json)
     judge_min_batch: Annotated[int, at_least(1)] = 1
 
     def __post_init__(self):
