@@ -1,7 +1,8 @@
 """`salon train` end to end on a GPU node, one engine after another, timed by part.
 
     python benchmarks/bench_train_gpu.py --json benchmarks/results/bench_train_gpu_h200.json
-    python benchmarks/bench_train_gpu.py --prompts-per-step 8 --json benchmarks/results/bench_train_gpu_64_h200.json
+    python benchmarks/bench_train_gpu.py --config train/configs/lora_h200_64.yaml --engines compiled \
+        --json benchmarks/results/bench_train_gpu_64_h200.json   # 64 rollouts a step, the H200 recipe
     python benchmarks/bench_train_gpu.py --engines compiled --add --json FILE  # one engine per call, into FILE
     python benchmarks/bench_train_gpu.py --engines compiled,compiled_buckets --json FILE  # two attentions, one run
     python benchmarks/bench_train_gpu.py --engines compiled --add --steps 3 --json FILE \
@@ -14,10 +15,10 @@
     python benchmarks/bench_train_gpu.py --engines "" --variant a K=V --variant b K=V --json FILE   # variants alone
     python benchmarks/bench_train_gpu.py --cpu --tokens 32 --steps 3       # the same code on a CPU, tiny models
 
-What runs is the real recipe (salon.train.recipe.train) from train/configs/lora_1gpu.yaml: TRL's
-GRPOTrainer, a peft LoRA on all linear layers, bf16 with gradient checkpointing, the reward adapter
-with its render worker processes, the pairwise judge against k=4 references in the same process on
-the same GPU, the rollout archive, with these changes:
+What runs is the real recipe (salon.train.recipe.train) from `--config` (train/configs/lora_1gpu.yaml;
+lora_h200_64.yaml for 64 rollouts a step): TRL's GRPOTrainer, a peft LoRA on all linear layers, bf16,
+the reward adapter with its render worker processes, the pairwise judge against k=4 references in the
+same process on the same GPU, the rollout archive, with these changes:
 
   policy.model  random:qwen3-1.7b      judge.model  random:qwen2.5-vl-7b   (salon.models.shapes:
                 the real shapes with random weights, since the node has no Hub; built
@@ -28,7 +29,9 @@ the same GPU, the rollout archive, with these changes:
                 a random policy never stops, so every completion runs max_completion_length tokens
   judge.references                     six example sketches rendered here at 600x600 (love/okay)
   --prompts-per-step P                  P prompts x 8 completions generated at once per optimiser
-                step (per_device_train_batch_size 8, gradient_accumulation_steps P)
+                step (per_device_train_batch_size 8, gradient_accumulation_steps P; by default the
+                config's gradient_accumulation_steps: 1 in lora_1gpu.yaml, 8 in lora_h200_64.yaml)
+  --workers, --browsers                 render.workers and render.browsers (by default the config's)
 
 Each engine (`--engines`: grpo.generation names, or compiled_ATTENTION for grpo.generation=compiled
 with grpo.generation_attention=ATTENTION, e.g. compiled_buckets) runs `--steps` steps in its own
@@ -303,8 +306,9 @@ def run_engine(args, engine: str, variant: list[str] | None, refs: Path, gpu_ren
                  f"render.workers={args.workers}", f"render.browsers={args.browsers}", f"render.gpu={gpu_render}",
                  "data.repeat=64", "audit.grid_every=0", *args.set]
     if args.cpu:
-        overrides += ["grpo.use_cpu=true", "grpo.bf16=false", "grpo.gradient_checkpointing=false", "lora.r=4",
-                      "lora.alpha=8"]
+        # render.gl='': a recipe's GPU flag set (lora_h200_64.yaml's) has no meaning with render.gpu=off
+        overrides += ["grpo.use_cpu=true", "grpo.bf16=false", "grpo.gradient_checkpointing=false", "render.gl=''",
+                      "lora.r=4", "lora.alpha=8"]
     overrides += variant or []  # last, so a variant can change what --set and the CPU's settings say
     profiled = None
     if args.profile:
@@ -314,7 +318,7 @@ def run_engine(args, engine: str, variant: list[str] | None, refs: Path, gpu_ren
         profiled = ProfiledStep(steps_run - 1)
     timings = Timings(profiled)
     timings.install()
-    config = load_config(REPO / "train/configs/lora_1gpu.yaml", overrides)
+    config = load_config(args.config, overrides)
     summary = train(config)
     logs = {int(h["step"]): h for h in summary["log_history"] if "salon/time/reward_s" in h}
     steps = []
@@ -397,13 +401,28 @@ def write_reports(args, head: dict, earlier: dict, finished: Finished, echo: boo
         write_json(args.steps_json, {"device": head["device"], "runs": finished.steps})
 
 
+def recipe_defaults(args) -> None:
+    """--prompts-per-step, --workers and --browsers not given: the config's own values."""
+    from salon.train.config import load_config
+
+    config = load_config(args.config)
+    if args.prompts_per_step is None:
+        args.prompts_per_step = config.grpo.gradient_accumulation_steps
+    if args.workers is None:
+        args.workers = config.render.workers
+    if args.browsers is None:
+        args.browsers = config.render.sandbox.browsers
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--engines", default="transformers,compiled", help="grpo.generation engines, in order; "
                     "compiled_ATTENTION: compiled with that grpo.generation_attention (compiled_buckets)")
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--tokens", type=int, default=2048, help="max_completion_length")
-    ap.add_argument("--prompts-per-step", type=int, default=1, help="prompts x 8 completions per optimiser step")
+    ap.add_argument("--config", default=str(REPO / "train/configs/lora_1gpu.yaml"), help="the recipe's YAML")
+    ap.add_argument("--prompts-per-step", type=int, help="prompts x 8 completions per optimiser step (default: "
+                    "the config's grpo.gradient_accumulation_steps)")
     ap.add_argument("--gpu-render", default="auto", help="render.gpu (of the references, and of the runs without "
                     "--render-paths)")
     ap.add_argument("--render-paths", default="", help="render.gpu values to run each engine with, e.g. on,off")
@@ -416,8 +435,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variant", action="append", nargs="+", default=[], metavar=("NAME", "KEY=VALUE"),
                     help="one more run after the engines, named NAME, with these overrides alone, applied last "
                     "(repeatable; e.g. fast grpo.generation_attention=buckets grpo.gradient_checkpointing=false)")
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--browsers", type=int, default=4)
+    ap.add_argument("--workers", type=int, help="render.workers (default: the config's)")
+    ap.add_argument("--browsers", type=int, help="render.browsers (default: the config's)")
     ap.add_argument("--policy", default="random:qwen3-1.7b")
     ap.add_argument("--judge", default="random:qwen2.5-vl-7b")
     ap.add_argument("--cpu", action="store_true", help="a check of this script on a CPU: tiny models")
@@ -429,6 +448,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--part", default="", help=argparse.SUPPRESS)
     ap.add_argument("--one-render", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    from salon.pool.errors import ConfigError
+
+    try:
+        recipe_defaults(args)
+    except ConfigError as e:
+        ap.error(str(e))
     engines = [e for e in args.engines.split(",") if e]  # --engines "": only the variants
     try:
         variants = variants_of(engines, args.variant)

@@ -60,3 +60,21 @@ def test_reports_hold_the_finished_runs_and_the_earlier_engines(tmp_path):
     assert json.loads(Path(args.steps_json).read_text()) == {"device": head["device"],
                                                              "runs": {"fast@render.gpu=off": [{"step": 1}]}}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "s.json"]  # no temporary file left
+
+
+@pytest.mark.parametrize("config, prompts, workers", [("lora_1gpu.yaml", 1, 2), ("lora_h200_64.yaml", 8, 4)])
+def test_the_recipe_sizes_the_step_and_the_browsers_unless_told(config, prompts, workers):
+    path = str(Path(bench.REPO) / "train" / "configs" / config)
+    given = argparse.Namespace(config=path, prompts_per_step=None, workers=None, browsers=None)
+    bench.recipe_defaults(given)
+    assert (given.prompts_per_step, given.workers, given.browsers) == (prompts, workers, 4)
+    told = argparse.Namespace(config=path, prompts_per_step=2, workers=1, browsers=3)
+    bench.recipe_defaults(told)
+    assert (told.prompts_per_step, told.workers, told.browsers) == (2, 1, 3)
+
+
+def test_a_missing_recipe_is_refused_at_parse_time(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(["--config", "no/such.yaml", "--engines", "compiled"])
+    assert exit_.value.code == 2
+    assert "no such config file" in capsys.readouterr().err

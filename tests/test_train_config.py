@@ -12,7 +12,7 @@ from salon.train.config import config_from_dict, load_config
 CONFIGS = Path(__file__).resolve().parent.parent / "train" / "configs"
 
 
-@pytest.mark.parametrize("name", ["smoke.yaml", "lora_1gpu.yaml", "multi_gpu.yaml"])
+@pytest.mark.parametrize("name", ["smoke.yaml", "lora_1gpu.yaml", "lora_h200_64.yaml", "multi_gpu.yaml"])
 def test_shipped_configs_load(name):
     cfg = load_config(CONFIGS / name)
     assert cfg.grpo.num_generations >= 2 and cfg.lora.target_modules == "all-linear"
@@ -88,3 +88,17 @@ def test_a_weight_for_an_image_judge_that_is_not_computed_is_refused():
         load_config(CONFIGS / "lora_1gpu.yaml", ["reward.image_judges=[paint_fraction]",
                                                  "reward.weights.colourfulness=0.2"])
     assert "does not compute colourfulness" in str(e.value)
+
+
+def test_the_h200_recipe_is_the_measured_64_row_setup():
+    """lora_h200_64.yaml is lora_1gpu.yaml with the overrides of the row its comment quotes
+    (results/bench_train_gpu_64_h200.json, icd_16_browsers_filled_compiled_update_whole_groups, run by
+    benchmarks/bench_train_gpu.py at 8 prompts a step and 2,048 tokens): its figures are this recipe's."""
+    measured_row = ["render.gl=vulkan-icd", "render.workers=4", "render.trainer_cores=2",
+                    "grpo.generation_attention=filled", "grpo.gradient_checkpointing=false",
+                    "grpo.torch_compile=true", "reward.judge_as_rendered=false"]
+    bench_sizes = ["grpo.gradient_accumulation_steps=8", "grpo.max_completion_length=2048"]
+    recipe = load_config(CONFIGS / "lora_h200_64.yaml", ["output_dir=runs/x"])
+    row = load_config(CONFIGS / "lora_1gpu.yaml", ["output_dir=runs/x", *bench_sizes, *measured_row])
+    assert recipe == row
+    assert load_config(CONFIGS / "lora_1gpu.yaml", ["output_dir=runs/x", *bench_sizes]) != row  # the row's changes count
