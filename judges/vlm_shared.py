@@ -14,10 +14,8 @@ its prefix T0 + IMAGE(first) with the others that show the same image first. So:
 3. the suffixes T1 + IMAGE(second) + T2 of all comparisons run batched on the gathered caches;
 4. only the two answer rows of the LM head are applied, to the last real position only.
 
-The vision towers attend within windows / images given by `cu_seqlens`; with sdpa, transformers
-runs one attention call per window (hundreds per layer for a group of 600x600 images, which made
-the vision tower cost as much as the language model). `bucketed_vision_attention` runs all
-windows of equal length as one batched sdpa call instead (a handful of calls per layer).
+The vision tower's side (windows batched by length, the grids' derived inputs made on the host
+without waiting for the card) is vlm_vision.py.
 
 This computes the same function as the stock forward pass on the full sequence (the M-RoPE
 positions are rebuilt here exactly as `get_rope_index` builds them for images; a self-check in
@@ -32,6 +30,8 @@ from dataclasses import dataclass
 
 import torch
 from transformers import DynamicCache
+
+from salon.judges.vlm_vision import VisionPlans, to_device, use_bucketed_vision_attention
 
 
 @dataclass
@@ -83,43 +83,6 @@ def _segments_positions(segments, start: int) -> tuple[torch.Tensor, int]:
     return torch.cat(rows, dim=1), pos
 
 
-BUCKETED = "salon_flash_bucketed"  # "flash" in the name routes Qwen-VL vision attention to cu_seqlens
-
-
-def bucketed_attention(module, query, key, value, attention_mask=None, scaling=None, dropout=0.0,
-                       cu_seq_lens_q=None, is_causal=False, **kwargs):
-    """Varlen attention over `cu_seq_lens_q` segments as one sdpa call per distinct length.
-
-    query/key/value: [1, heads, tokens, head_dim]; returns ([1, tokens, heads, head_dim], None)
-    like the flash-attention interface the vision towers call on this path.
-    """
-    q, k, v = (t[0].transpose(0, 1) for t in (query, key, value))  # [tokens, heads, dim]
-    out = torch.empty_like(q)
-    cu = cu_seq_lens_q.tolist()
-    by_length: dict[int, list[int]] = {}
-    for start, end in zip(cu[:-1], cu[1:]):
-        if end > start:
-            by_length.setdefault(end - start, []).append(start)
-    for length, starts in by_length.items():
-        idx = (torch.tensor(starts, device=q.device)[:, None] + torch.arange(length, device=q.device)).reshape(-1)
-        qs, ks, vs = (t[idx].view(len(starts), length, *t.shape[1:]).transpose(1, 2) for t in (q, k, v))
-        o = torch.nn.functional.scaled_dot_product_attention(qs, ks, vs, scale=scaling, is_causal=is_causal)
-        out[idx] = o.transpose(1, 2).reshape(-1, *q.shape[1:])
-    return out.unsqueeze(0), None
-
-
-def use_bucketed_vision_attention(model) -> bool:
-    """Switch an sdpa vision tower to `bucketed_attention`; False where it does not apply."""
-    from transformers import AttentionInterface
-
-    vision_config = getattr(model.model.visual, "config", None)
-    if vision_config is None or vision_config._attn_implementation != "sdpa":
-        return False
-    AttentionInterface.register(BUCKETED, bucketed_attention)
-    vision_config._attn_implementation = BUCKETED
-    return True
-
-
 class SharedRunner:
     """Runs prefix-shared comparisons on a loaded Qwen-VL-family `...ForConditionalGeneration`."""
 
@@ -138,6 +101,7 @@ class SharedRunner:
         head = model.get_output_embeddings().weight
         self.head = head[list(plan.answer_ids)].detach().float()  # [2, hidden]
         self.bucketed_vision = use_bucketed_vision_attention(model)
+        self.vision_plans = VisionPlans(self.visual)
         self._text_cache: dict[tuple[int, ...], torch.Tensor] = {}
         self.prefix_cache = prefix_cache
         self.prefixes: OrderedDict = OrderedDict()  # key -> (per-layer (keys, values), mask, next position)
@@ -159,7 +123,8 @@ class SharedRunner:
         pv = torch.cat(pixel_values).to(self.device, self.visual.dtype)
         host_thw = torch.cat(grids).cpu()  # sizes and grids read here, not from the card (no wait for it)
         thw = to_device(host_thw, self.device)
-        out = self.model.model.get_image_features(pv, thw, return_dict=True)
+        with self.vision_plans.inputs(host_thw, self.device) as planned:
+            out = self.model.model.get_image_features(pv, thw, return_dict=True, **planned)
         sizes = (host_thw.prod(-1) // self.merge**2).tolist()
         embeds = _per_image(getattr(out, "pooler_output", out), sizes)
         # Qwen3-VL's deepstack features come back split per image from transformers 5.24 on, and as
@@ -282,14 +247,6 @@ class SharedRunner:
         for c, value in zip(chunk_order, torch.cat(chunk_probs).tolist() if chunk_probs else []):
             probs[c] = value
         return probs
-
-
-def to_device(t: torch.Tensor, device) -> torch.Tensor:
-    """A host tensor on `device`. To a GPU through pinned memory, asynchronously: a copy from ordinary
-    host memory waits for the work queued on the card first, so the host could not run ahead of it."""
-    if torch.device(device).type != "cuda":
-        return t.to(device)
-    return t.pin_memory().to(device, non_blocking=True)
 
 
 def _per_image(features, sizes: list[int]) -> list[torch.Tensor]:

@@ -260,3 +260,27 @@ def test_the_reference_prefix_cache_leaves_every_probability_as_it_was(arch, ima
     assert len(cached._runner.prefixes) == 3 and not fresh._runner.prefixes  # one prefix per distinct painting
     with pytest.raises(ConfigError, match="prefix_cache"):
         TransformersJudgeConfig(model="m", prefix_cache=-1)
+
+
+@pytest.mark.parametrize("arch, windows", [("qwen2_vl", False), ("qwen2_5_vl", True), ("qwen3_vl", False)])
+def test_the_vision_tower_runs_on_inputs_planned_on_the_host(arch, windows, images, monkeypatch):
+    """The shared path hands the tower its segments, rotary positions and (Qwen2.5-VL) windows made on the
+    host, so bucketed attention never reads boundaries back from the card, and P is the stock forward's;
+    a second call with the same grids reuses the plan."""
+    from salon.judges import vlm_vision
+
+    folder = str(tiny_vl(arch))
+    shared = TransformersPairwiseJudge(model=folder, sharing="on")
+    plans = shared._runner.vision_plans
+    assert shared._runner.bucketed_vision and plans.segments and plans.windows == windows
+    read_back = []
+    planned = vlm_vision.windows_by_length
+    monkeypatch.setattr(vlm_vision, "windows_by_length", lambda cu, device: read_back.append(cu) or planned(cu, device))
+    pairs = [(a, b) for a in images[:3] for b in images[:3] if a is not b]
+    p_shared = shared.first_wins(pairs)
+    made = len(read_back)  # one list of windows per boundary tensor of the plan, none from inside the tower
+    assert made == (2 if windows else 1) and len(plans._plans) == 1
+    assert shared.first_wins(pairs) == p_shared and len(read_back) == made and len(plans._plans) == 1
+    assert not vlm_vision._WINDOWS  # registered only while the tower runs
+    stock = TransformersPairwiseJudge(model=folder, sharing="off")
+    np.testing.assert_allclose(p_shared, stock.first_wins(pairs), rtol=0, atol=1e-5)
