@@ -2,7 +2,7 @@
 and what it derives from the image grids made on the host, once per set of grids.
 
     use_bucketed_vision_attention(model)          # an sdpa vision tower -> one sdpa call per window length
-    plans = VisionPlans(model.model.visual)       # None-safe: plans.inputs(...) is {} where it cannot help
+    plans = VisionPlans(model.model.visual)       # inputs() yields {} for a tower that takes none
     with plans.inputs(host_thw, device) as kwargs:
         model.model.get_image_features(pixel_values, grid_thw, **kwargs)
 
