@@ -56,6 +56,20 @@ def import_salon():
         sys.path.insert(0, str(ns.parent))
 
 
+def use_shapes(tiny: bool = False) -> None:
+    """Fill TEXT and VISION with Qwen2.5-VL-7B's shapes (salon.models.shapes), or a tiny model's (CPU checks)."""
+    from salon.models.shapes import QWEN2_5_VL_7B_TEXT, QWEN2_5_VL_7B_VISION
+
+    TEXT.update(QWEN2_5_VL_7B_TEXT)
+    VISION.update(QWEN2_5_VL_7B_VISION)
+    if tiny:
+        TEXT.update(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                    num_key_value_heads=2, rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3],
+                                                            "rope_theta": 1e6})
+        VISION.update(depth=2, hidden_size=32, intermediate_size=64, num_heads=4, out_hidden_size=64,
+                      fullatt_block_indexes=[1])
+
+
 def build(device="cuda", dtype=torch.bfloat16):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import (PreTrainedTokenizerFast, Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration,
@@ -188,16 +202,7 @@ def main():
     args = ap.parse_args()
     device = "cpu" if args.tiny else "cuda"
     import_salon()
-    from salon.models.shapes import QWEN2_5_VL_7B_TEXT, QWEN2_5_VL_7B_VISION
-
-    TEXT.update(QWEN2_5_VL_7B_TEXT)
-    VISION.update(QWEN2_5_VL_7B_VISION)
-    if args.tiny:
-        TEXT.update(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                    num_key_value_heads=2, rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3],
-                                                            "rope_theta": 1e6})
-        VISION.update(depth=2, hidden_size=32, intermediate_size=64, num_heads=4, out_hidden_size=64,
-                      fullatt_block_indexes=[1])
+    use_shapes(tiny=args.tiny)
     Path(args.out).mkdir(parents=True, exist_ok=True)
     if args.precision_check:
         return precision_check(Path(args.out), device)

@@ -53,19 +53,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from salon.judges.verdict import Reference
     from salon.judges.vlm_transformers import TransformersJudgeConfig, TransformersPairwiseJudge
-    from salon.models.shapes import QWEN2_5_VL_7B_TEXT, QWEN2_5_VL_7B_VISION
 
     device = "cpu" if args.tiny else "cuda"
-    bench.TEXT.update(QWEN2_5_VL_7B_TEXT)
-    bench.VISION.update(QWEN2_5_VL_7B_VISION)
-    sizes = SIZES
-    if args.tiny:
-        bench.TEXT.update(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                          num_key_value_heads=2,
-                          rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3], "rope_theta": 1e6})
-        bench.VISION.update(depth=2, hidden_size=32, intermediate_size=64, num_heads=4, out_hidden_size=64,
-                            fullatt_block_indexes=[1])
-        sizes = (1, 2, 4)
+    bench.use_shapes(tiny=args.tiny)
+    sizes = (1, 2, 4) if args.tiny else SIZES
     model, processor = bench.build(device)
     judge = TransformersPairwiseJudge.from_loaded(model, processor, TransformersJudgeConfig(
         model="random-Qwen2.5-VL-7B", device=device))
