@@ -280,7 +280,8 @@ def test_the_vision_tower_runs_on_inputs_planned_on_the_host(arch, windows, imag
     p_shared = shared.first_wins(pairs)
     made = len(read_back)  # one list of windows per boundary tensor of the plan, none from inside the tower
     assert made == (2 if windows else 1) and len(plans._plans) == 1
-    assert shared.first_wins(pairs) == p_shared and len(read_back) == made and len(plans._plans) == 1
+    np.testing.assert_allclose(shared.first_wins(pairs), p_shared, rtol=0, atol=1e-6)  # float32, the plan reused
+    assert len(read_back) == made and len(plans._plans) == 1
     assert not vlm_vision._WINDOWS  # registered only while the tower runs
     stock = TransformersPairwiseJudge(model=folder, sharing="off")
     np.testing.assert_allclose(p_shared, stock.first_wins(pairs), rtol=0, atol=1e-5)
