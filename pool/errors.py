@@ -36,3 +36,7 @@ class BackendError(SalonError):
 
 class JudgeError(SalonError):
     """A judge could not be built or loaded."""
+
+
+class CardMemoryError(SalonError):
+    """A step needed more accelerator memory than the card has; the message names the settings that lower it."""

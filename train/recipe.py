@@ -255,6 +255,7 @@ def train(cfg: TrainConfig) -> dict:
     from salon.pool.errors import ConfigError
     from salon.train.archive import RolloutArchive, push_rollouts
     from salon.train.causal_loss import install as install_causal_loss
+    from salon.train.out_of_memory import out_of_memory_explained
     from salon.train.progress import compact_output, quiet_library_warnings
     from salon.train.recorder import Recorder
     from salon.train.reward import RewardAdapter, prefetching, prefetching_generated, submit_each
@@ -346,7 +347,8 @@ def train(cfg: TrainConfig) -> dict:
                 engine.on_finished = prefetching_generated(adapter, trainer)
         if hasattr(render, "start"):
             render.start()  # local worker processes: their browsers start while nothing else runs
-        trainer.train(resume_from_checkpoint=checkpoint)
+        with out_of_memory_explained(cfg, trainer, judge, device):
+            trainer.train(resume_from_checkpoint=checkpoint)
     finally:
         render.close()  # Ray actors go (and a local cluster this run started), sessions close
     summary = {"output_dir": str(out), "global_step": trainer.state.global_step,
