@@ -107,7 +107,11 @@ def _rules(cls) -> dict[str, _Rule]:
 
 
 def _word(value, choices: tuple):
-    """YAML 1.1's bare on/off (a boolean) as the word it stands for, where the choices have it."""
+    """YAML 1.1's bare on/off (a boolean) as the word it stands for, and an empty value (null: `gl:` in a
+    file, `--set render.gl=` on a command line, where a shell has eaten the quotes) as the empty word,
+    where the choices have it."""
+    if value is None and "" in choices:
+        return ""
     if not isinstance(value, bool) or "off" not in choices:
         return value
     if not value:

@@ -34,3 +34,12 @@ def test_the_render_section_is_a_render_config():
     assert config_from_dict({"render": cfg.to_dict()["render"]}).render == cfg.render  # saved flat, read back
     with pytest.raises(ConfigError, match=r"render\.size=10: must be between 64 and 4096"):
         config_from_dict({"render": {"size": 10}})
+
+
+def test_an_empty_value_is_the_empty_choice_where_there_is_one():
+    # `--set render.gl=` (a shell took the quotes off '') and `gl:` in YAML are both null
+    cfg = config_from_dict({"render": {"gl": "vulkan-icd"}}, ["render.gl="])
+    assert cfg.render.sandbox.gl == ""
+    assert config_from_dict({"render": {"gl": None}}).render.sandbox.gl == ""  # what YAML reads from `gl:`
+    with pytest.raises(ConfigError, match=r"render\.gpu=None: use one of"):
+        config_from_dict({}, ["render.gpu="])  # no empty choice there: still named
