@@ -110,3 +110,19 @@ def test_trl_only_field_reached_the_trainer(run):
 
     args = torch.load(run["out"] / "checkpoint-2" / "training_args.bin", weights_only=False)
     assert args.epsilon == pytest.approx(0.3) and args.activation_checkpointing is False
+
+
+def test_a_compiled_update_is_announced_before_the_first_step(caplog):
+    """A compiled update makes the first step sit for minutes on a GPU: the run says so when training begins."""
+    from types import SimpleNamespace
+
+    from transformers import TrainerControl, TrainerState
+
+    from salon.train.config import load_config
+    from salon.train.recipe import salon_callback
+
+    callback = salon_callback(load_config(SMOKE), {})
+    with caplog.at_level("INFO", logger="salon.train.recipe"):
+        for compiled in (True, False):
+            callback.on_train_begin(SimpleNamespace(torch_compile=compiled), TrainerState(), TrainerControl())
+    assert caplog.text.count("the update compiles during the first step") == 1

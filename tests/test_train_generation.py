@@ -229,8 +229,9 @@ def test_the_loss_logprobs_and_trained_weights_are_untouched(trained):
     assert all(torch.equal(p, before[n]) for n, p in trainer.model.named_parameters())
 
 
-def test_a_compiled_decode_step_is_compiled_once_per_shape(trained):
-    """Dynamo's graph capture for real (its eager backend: no C++ compiler on a CPU runner)."""
+def test_a_compiled_decode_step_is_compiled_once_per_shape(trained, caplog):
+    """Dynamo's graph capture for real (its eager backend: no C++ compiler on a CPU runner); each shape's
+    compile is announced before it starts, once."""
     from transformers import CompileConfig
 
     trainer, _ = trained
@@ -239,9 +240,11 @@ def test_a_compiled_decode_step_is_compiled_once_per_shape(trained):
                             compile_config=compile_config)
     cfg = trainer.generation_config
     graphs = []
-    for lengths in ([5, 9], [3, 16], [20, 4], [7, 8], [30, 2]):  # buckets 16, 16, 32, 16, 32
-        decoder.generate([list(range(10, 10 + n)) for n in lengths], cfg)
-        graphs.append(decoder.compiled_graphs)
+    with caplog.at_level("INFO", logger="salon.train.decode"):
+        for lengths in ([5, 9], [3, 16], [20, 4], [7, 8], [30, 2]):  # buckets 16, 16, 32, 16, 32
+            decoder.generate([list(range(10, 10 + n)) for n in lengths], cfg)
+            graphs.append(decoder.compiled_graphs)
+    assert caplog.text.count("compiling the decode step for batch 2 x cache") == 2
     assert graphs[0] >= 1 and graphs[1] == graphs[0]  # another prompt length in the same bucket: none
     assert graphs[2] > graphs[1] and graphs[4] == graphs[3] == graphs[2]  # a new bucket once, then none
     assert decoder.shapes == {(2, 16 + MAX_NEW), (2, 32 + MAX_NEW)}

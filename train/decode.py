@@ -286,6 +286,9 @@ class StaticDecoder:
         warpers = loop_warpers(cfg)
         attention = self.attention_for(batch)
         settings = (shape, cfg.do_sample, pad, repr([vars(w) for w in warpers or []]), attention)
+        if self.compile and settings not in self.compiled_for:  # a first step sits silent otherwise
+            log.info("compiled generation: compiling the decode step for batch %d x cache %d (once per shape and "
+                     "sampling settings: about half a minute to a few minutes on a GPU)", *shape)
         t0 = time.perf_counter()
         out, self.last_host_ms_per_step = None, None
         if warpers is not None and self.loop_error is None and attention != "whole":

@@ -218,8 +218,8 @@ def grpo_args(cfg: TrainConfig, out: Path):
 
 
 def salon_callback(cfg: TrainConfig, provenance: dict):
-    """Writes the run config into each checkpoint, salon's run card over TRL's stub README, and
-    makes sure the last step is saved."""
+    """Writes the run config into each checkpoint, salon's run card over TRL's stub README, makes
+    sure the last step is saved, and says when the first step will sit compiling."""
     import yaml
     from transformers import TrainerCallback
 
@@ -228,6 +228,12 @@ def salon_callback(cfg: TrainConfig, provenance: dict):
     text = yaml.safe_dump(cfg.to_dict(), sort_keys=False)
 
     class SalonCallback(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            if args.torch_compile and state.is_local_process_zero:
+                log.info("grpo.torch_compile: the update compiles during the first step (about 160 s for a "
+                         "1.7B policy's LoRA at 8 x 2,048 tokens on an H200); the steps after it run compiled")
+            return control
+
         def on_step_end(self, args, state, control, **kwargs):
             if state.global_step >= state.max_steps:
                 control.should_save = True  # the last step is a checkpoint too, whatever save_steps says
