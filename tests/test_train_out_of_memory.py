@@ -37,7 +37,8 @@ def test_out_of_memory_in_the_backward_pass_names_the_update_settings(tmp_path, 
     monkeypatch.setattr(torch.autograd, "backward", out_of_memory)  # what Tensor.backward calls
     code, err = smoke_train(tmp_path, capsys)
     assert code == 2, err[-2000:]
-    assert "the card ran out of memory in the update (the loss and its backward pass), step 1" in err
+    # on a line of its own, not after the progress bar's
+    assert "\nsalon train: the card ran out of memory in the update (the loss and its backward pass), step 1" in err
     assert "Tried to allocate 20.00 GiB" in err
     # smoke.yaml: checkpointing off, 4 completions a micro-step
     assert "grpo.gradient_checkpointing=true" in err

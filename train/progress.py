@@ -63,6 +63,14 @@ class CompactProgress(TrainerCallback):
             self.bar = None
 
 
+def close_progress(trainer) -> None:
+    """End the bar's line where a run stops mid-step, so what it stopped with starts on a line of its own."""
+    for callback in trainer.callback_handler.callbacks:
+        if isinstance(callback, CompactProgress) and callback.bar is not None:
+            callback.bar.close()
+            callback.bar = None
+
+
 def compact_output(trainer) -> None:
     """Swap transformers' progress printer for CompactProgress on `trainer`."""
     from transformers.trainer_callback import PrinterCallback, ProgressCallback

@@ -262,7 +262,7 @@ def train(cfg: TrainConfig) -> dict:
     from salon.train.archive import RolloutArchive, push_rollouts
     from salon.train.causal_loss import install as install_causal_loss
     from salon.train.out_of_memory import out_of_memory_explained
-    from salon.train.progress import compact_output, quiet_library_warnings
+    from salon.train.progress import close_progress, compact_output, quiet_library_warnings
     from salon.train.recorder import Recorder
     from salon.train.reward import RewardAdapter, prefetching, prefetching_generated, submit_each
     from salon.train.rollout import Planner
@@ -306,6 +306,7 @@ def train(cfg: TrainConfig) -> dict:
                         process=state.process_index)
     # Ray actors (and a local cluster) start here; everything after closes them on the way out
     render = build_render_backend(cfg, state.num_processes)
+    trainer = None
     try:
         adapter = RewardAdapter(scorer, render=submit_each(render), recorder=recorder, planner=planner,
                                 run=cfg.name, process=state.process_index)
@@ -356,6 +357,8 @@ def train(cfg: TrainConfig) -> dict:
         with out_of_memory_explained(cfg, trainer, judge, device):
             trainer.train(resume_from_checkpoint=checkpoint)
     finally:
+        if trainer is not None:
+            close_progress(trainer)
         render.close()  # Ray actors go (and a local cluster this run started), sessions close
     summary = {"output_dir": str(out), "global_step": trainer.state.global_step,
                "checkpoints": sorted(p.name for p in out.glob("checkpoint-*")),
