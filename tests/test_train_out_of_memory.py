@@ -55,8 +55,9 @@ def test_out_of_memory_while_sampling_names_the_generation_settings(tmp_path, ca
     code, err = smoke_train(tmp_path, capsys)
     assert code == 2, err[-2000:]
     assert "the card ran out of memory in generating the completions, step 1" in err
-    assert "grpo.generation_waves=2: the 4 completions generated in two halves" in err
     assert "a shorter grpo.max_completion_length (now 24)" in err
+    # smoke.yaml generates with transformers (a CPU), one group of 2 a batch: no waves, no batch to halve
+    assert "grpo.generation_waves" not in err and "grpo.steps_per_generation" not in err
     assert "grpo.gradient_checkpointing=true" not in err
     assert "Traceback" not in err
 
@@ -67,8 +68,14 @@ def test_the_h200_recipe_on_a_smaller_card_is_told_each_lever():
     assert any(t.startswith("grpo.gradient_checkpointing=true") for t in update)
     assert any(t.startswith("grpo.per_device_train_batch_size=4 grpo.gradient_accumulation_steps=16") for t in update)
     assert any("judge.kwargs.device=cuda:1: the judge's 15.5 GiB" in t for t in update)
-    generation = advice(cfg, "generation")
-    assert any(t.startswith("grpo.generation_waves=2: the 64 completions") for t in generation)
+    compiled = advice(load_config(H200_64, ["grpo.generation=compiled"]), "generation")  # what auto resolves to there
+    assert any(t.startswith("grpo.generation_waves=2: the 64 completions") for t in compiled)
+    plain = advice(load_config(H200_64, ["grpo.generation=transformers"]), "generation")  # waves are the loop's
+    assert not any("generation_waves" in t for t in plain)
+    assert any(t.startswith("grpo.steps_per_generation=4: the step's 64 completions generated in two batches of 32")
+               for t in plain)
+    # the log-probabilities keep no activations: checkpointing is no lever there
+    assert not any("checkpointing" in t for t in advice(cfg, "log-probabilities"))
     # checkpointing already on for part of the layers: the lever is the rest of them
     partial = load_config(H200_64, ["grpo.gradient_checkpointing=true", "grpo.gradient_checkpointing_layers=0.5"])
     assert any(t.startswith("grpo.gradient_checkpointing_layers=1.0 (now 0.5)") for t in advice(partial, "update"))

@@ -44,21 +44,29 @@ def advice(cfg, part: str, judge_bytes: int = 0) -> list[str]:
     g = cfg.grpo
     tips = []
     if part in ("generation", "step"):
-        rows = g.per_device_train_batch_size * (g.steps_per_generation or g.gradient_accumulation_steps)
-        if g.generation_waves == 1 and rows > 1:
-            tips.append(f"grpo.generation_waves=2: the {rows} completions generated in two halves, each with half "
-                        "the KV cache (on an H200 at 64 x 2,048 tokens: 91 GiB at the peak against 103)")
+        per_generation = g.steps_per_generation or g.gradient_accumulation_steps
+        rows = g.per_device_train_batch_size * per_generation
+        if g.generation == "compiled" and g.generation_waves == 1 and rows >= 2 * g.num_generations:
+            tips.append(f"grpo.generation_waves=2: the {rows} completions generated in two waves of whole groups, "
+                        "each with half the KV cache (on an H200 at 64 x 2,048 tokens: 91 GiB at the peak "
+                        "against 103)")
+        elif (g.generation != "compiled" and per_generation % 2 == 0 and not g.update_per_group
+              and (rows // 2) % g.num_generations == 0):
+            tips.append(f"grpo.steps_per_generation={per_generation // 2}: the step's {rows} completions generated "
+                        f"in two batches of {rows // 2}")
         tips.append(f"a shorter grpo.max_completion_length (now {g.max_completion_length}): the KV cache grows "
                     "with it")
-    if part in ("update", "log-probabilities", "step"):
+    if part in ("update", "step"):
         if not g.gradient_checkpointing:
             tips.append("grpo.gradient_checkpointing=true: activations recomputed in the backward pass, not kept "
-                        "(on an H200 at 8 x 2,048 tokens: 32 GiB at the peak against 83 with it off and the update compiled)")
+                        "(on an H200 at 8 x 2,048 tokens: 32 GiB at the peak against 83 with it off and the "
+                        "update compiled)")
         elif g.gradient_checkpointing_layers < 1.0:
             tips.append(f"grpo.gradient_checkpointing_layers=1.0 (now {g.gradient_checkpointing_layers}): every "
                         "layer recomputed, none kept")
+    if part in ("update", "log-probabilities", "step"):
         b, a = g.per_device_train_batch_size, g.gradient_accumulation_steps
-        if b > 1 and not g.update_per_group:
+        if b % 2 == 0 and g.steps_per_generation is None and not g.update_per_group:  # the same generation batch
             tips.append(f"grpo.per_device_train_batch_size={b // 2} grpo.gradient_accumulation_steps={a * 2}: the "
                         "same optimiser step in micro-steps of half as many completions")
     if judge_bytes:
