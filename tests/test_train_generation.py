@@ -158,7 +158,7 @@ def test_every_sampled_token_is_in_the_policys_top_k_or_nucleus(trained, top_k, 
 def test_the_fused_warper_gives_transformers_scores(temperature, top_k, top_p):
     from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
-    from salon.train.decode import TopKTopP
+    from salon.train.decode_sampling import TopKTopP
 
     scores = torch.randn(16, 1000, generator=torch.Generator().manual_seed(top_k)) * 3
     kth = scores[0].topk(top_k).values[-1]
