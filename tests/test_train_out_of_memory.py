@@ -93,3 +93,15 @@ def test_only_the_judge_weights_on_the_trainer_card_count():
     assert judge_bytes_on(Judge(), "cpu") == 60
     assert judge_bytes_on(Judge(), None) == 0  # the trainer on a CPU: no card to share
     assert judge_bytes_on(object(), "cpu") == 0  # a served judge holds no weights here
+
+
+def test_a_run_with_checkpoints_is_told_the_one_resume_latest_takes(tmp_path):
+    from salon.train.out_of_memory import message
+
+    out = tmp_path / "run"
+    for step in (2, 10):
+        (out / f"checkpoint-{step}").mkdir(parents=True)
+    (out / "checkpoint-99.log").write_text("")  # a file, not a checkpoint folder
+    cfg = load_config(SMOKE, [f"output_dir={out}"])
+    text = message(cfg, "update", torch.cuda.OutOfMemoryError(OOM), step=11)
+    assert "the run goes on from checkpoint-10 with --set resume=latest" in text

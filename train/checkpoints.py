@@ -1,6 +1,7 @@
 """A run's checkpoint-N folders: which one `resume` names, and the step a folder holds.
 
     resume_checkpoint(cfg, Path(cfg.output_dir))   # None, the newest (resume: latest), or the folder given
+    latest_checkpoint(Path(cfg.output_dir))         # the newest checkpoint-N folder, or None
     checkpoint_step("runs/x/checkpoint-40")        # 40
 """
 
@@ -21,9 +22,7 @@ def resume_checkpoint(cfg: TrainConfig, out: Path) -> str | None:
     if not cfg.resume:
         return None
     if cfg.resume == "latest":
-        from transformers.trainer_utils import get_last_checkpoint
-
-        last = get_last_checkpoint(str(out)) if out.is_dir() else None
+        last = latest_checkpoint(out)
         if last is None:
             log.info("resume=latest but %s has no checkpoint: starting fresh", out)
         return last
@@ -31,6 +30,13 @@ def resume_checkpoint(cfg: TrainConfig, out: Path) -> str | None:
         raise ConfigError([f"resume={cfg.resume!r}: not a checkpoint folder (no trainer_state.json); "
                            "use latest or an OUTPUT_DIR/checkpoint-N folder"], "salon train")
     return cfg.resume
+
+
+def latest_checkpoint(out: Path) -> str | None:
+    """The newest checkpoint-N folder in `out`, as `resume: latest` finds it; None when there is none."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    return get_last_checkpoint(str(out)) if out.is_dir() else None
 
 
 def checkpoint_step(path: str | None) -> int:

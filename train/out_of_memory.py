@@ -18,8 +18,9 @@ from pathlib import Path
 import torch
 
 from salon.pool.errors import CardMemoryError
+from salon.train.checkpoints import latest_checkpoint
+from salon.train.decode import GIB
 
-GIB = 2**30
 GENERATION_MODULES = ("salon.train.decode", "salon.train.decode_attention", "salon.train.generation",
                       "transformers.generation")
 UPDATE_FUNCTIONS = ("compute_loss", "_compute_loss", "backward")
@@ -87,8 +88,8 @@ def message(cfg, part: str, error: BaseException, step: int, judge_bytes: int = 
                      "GiB allocated at the peak so far")
     lines.append("settings that lower it (--set KEY=VALUE):")
     lines += [f"  - {tip}" for tip in advice(cfg, part, judge_bytes)]
-    kept = sorted(Path(cfg.output_dir).glob("checkpoint-*"))
-    lines.append("the run goes on from its newest checkpoint with --set resume=latest" if kept else
+    kept = latest_checkpoint(Path(cfg.output_dir))
+    lines.append(f"the run goes on from {Path(kept).name} with --set resume=latest" if kept else
                  "no checkpoint was written yet: the run starts again from step 0")
     return "\n".join(lines)
 

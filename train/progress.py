@@ -58,6 +58,9 @@ class CompactProgress(TrainerCallback):
         self.bar.write(line, file=sys.stderr)
 
     def on_train_end(self, args, state, control, **kwargs):
+        self.close()
+
+    def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
             self.bar = None
@@ -66,9 +69,8 @@ class CompactProgress(TrainerCallback):
 def close_progress(trainer) -> None:
     """End the bar's line where a run stops mid-step, so what it stopped with starts on a line of its own."""
     for callback in trainer.callback_handler.callbacks:
-        if isinstance(callback, CompactProgress) and callback.bar is not None:
-            callback.bar.close()
-            callback.bar = None
+        if isinstance(callback, CompactProgress):
+            callback.close()
 
 
 def compact_output(trainer) -> None:
