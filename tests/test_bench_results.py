@@ -1,0 +1,56 @@
+"""The committed benchmark results keep the shapes their scripts write. Runs are compared by these keys
+(bench_train_gpu_h200.json, bench_train_gpu_64_h200.json, bench_generate_gpu_h200.json and the H100's
+file), so a hand merge that drops a field or a renamed one fails here first."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+sys.path.insert(0, str(RESULTS.parent))  # as when run as a script
+
+import bench_train_gpu  # noqa: E402
+
+TRAIN_HEAD = ["device", "trl", "num_generations", "max_completion_length", "engines"]
+# the files today's bench_train_gpu.py writes (the _variants file is of an earlier format, with its overrides)
+TRAIN_FILES = ["bench_train_gpu_h200.json", "bench_train_gpu_64_h200.json", "bench_train_gpu_h100.json"]
+
+
+@pytest.mark.parametrize("name", TRAIN_FILES)
+def test_a_train_file_has_the_head_and_every_engine_every_key(name):
+    report = json.loads((RESULTS / name).read_text())
+    assert list(report) == TRAIN_HEAD
+    assert report["num_generations"] == bench_train_gpu.NUM_GENERATIONS
+    assert report["engines"], "no engine measured"
+    for engine, row in report["engines"].items():
+        assert list(row) == list(bench_train_gpu.KEYS), engine
+        assert all(isinstance(v, (int, float)) and v >= 0 for v in row.values()), engine
+        assert 0 < row["generation_share_of_bound"] < 1, engine  # a share of a bound, not a percentage
+
+
+@pytest.mark.parametrize("name", TRAIN_FILES)
+def test_a_train_files_steps_name_only_its_runs(name):
+    steps = RESULTS / name.replace("bench_train_gpu", "bench_train_steps")
+    if not steps.is_file():
+        pytest.skip(f"{name} has no per-step file")
+    report, runs = json.loads((RESULTS / name).read_text()), json.loads(steps.read_text())
+    assert list(runs) == ["device", "runs"]
+    assert runs["device"] == report["device"]
+    for label, rows in runs["runs"].items():
+        assert rows and all("step_s" in row for row in rows), label
+
+
+def test_the_generation_file_has_every_batch_every_engine_its_share():
+    report = json.loads((RESULTS / "bench_generate_gpu_h200.json").read_text())
+    assert list(report) == ["device", "runs"]
+    for run in report["runs"]:
+        assert list(run) == ["batch", "new_tokens", "bound_tokens_per_s", "engines"]
+        for engine, row in run["engines"].items():
+            assert list(row) == ["tokens_per_s", "share_of_bound"], engine
+            # the share is tokens/s over the bound, as written (4 digits)
+            assert row["share_of_bound"] == pytest.approx(row["tokens_per_s"] / run["bound_tokens_per_s"],
+                                                          abs=1e-3), engine
