@@ -33,7 +33,7 @@ def test_a_train_file_has_the_head_and_every_engine_every_key(name):
 
 
 @pytest.mark.parametrize("name", TRAIN_FILES)
-def test_a_train_files_steps_name_only_its_runs(name):
+def test_a_train_files_steps_file_names_its_device_and_has_step_rows(name):
     steps = RESULTS / name.replace("bench_train_gpu", "bench_train_steps")
     if not steps.is_file():
         pytest.skip(f"{name} has no per-step file")
