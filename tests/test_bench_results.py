@@ -1,6 +1,6 @@
 """The committed benchmark results keep the shapes their scripts write. Runs are compared by these keys
-(bench_train_gpu_h200.json, bench_train_gpu_64_h200.json, bench_generate_gpu_h200.json and the H100's
-file), so a hand merge that drops a field or a renamed one fails here first."""
+(bench_train_gpu_h200.json, bench_train_gpu_64_h200.json, bench_generate_gpu_h200.json, the H100's file
+and the earlier calls'), so a hand merge that drops a field or a renamed one fails here first."""
 
 from __future__ import annotations
 
@@ -16,8 +16,10 @@ sys.path.insert(0, str(RESULTS.parent))  # as when run as a script
 import bench_train_gpu  # noqa: E402
 
 TRAIN_HEAD = ["device", "trl", "num_generations", "max_completion_length", "engines"]
+# one call each: salon's settings beside the earlier ones ("as_filed"), so every row's steps are in its steps file
+ONE_CALL_FILES = ["bench_train_gpu_h200.json", "bench_train_gpu_64_h200.json", "bench_train_gpu_h100.json"]
 # the files today's bench_train_gpu.py writes (the _variants file is of an earlier format, with its overrides)
-TRAIN_FILES = ["bench_train_gpu_h200.json", "bench_train_gpu_64_h200.json", "bench_train_gpu_h100.json"]
+TRAIN_FILES = [*ONE_CALL_FILES, "bench_train_gpu_earlier_h200.json", "bench_train_gpu_64_earlier_h200.json"]
 
 
 @pytest.mark.parametrize("name", TRAIN_FILES)
@@ -42,6 +44,18 @@ def test_a_train_files_steps_file_names_its_device_and_has_step_rows(name):
     assert runs["device"] == report["device"]
     for label, rows in runs["runs"].items():
         assert rows and all("step_s" in row for row in rows), label
+
+
+@pytest.mark.parametrize("name", ONE_CALL_FILES)
+def test_a_one_call_file_holds_the_earlier_settings_beside_salons_and_each_rows_steps(name):
+    report = json.loads((RESULTS / name).read_text())
+    runs = json.loads((RESULTS / name.replace("bench_train_gpu", "bench_train_steps")).read_text())["runs"]
+    assert "as_filed" in report["engines"] and len(report["engines"]) >= 2
+    # a row merged in from another file would have no steps here
+    assert set(report["engines"]) <= {label.split("@")[0] for label in runs}
+    for engine, row in report["engines"].items():
+        steady = runs[f"{engine}@render.gpu=auto"][1:]  # the first step compiles and is left out of the means
+        assert row["step_s"] == pytest.approx(sum(s["step_s"] for s in steady) / len(steady), abs=0.01), engine
 
 
 def test_the_generation_file_has_every_batch_every_engine_its_share():

@@ -113,7 +113,7 @@ class RewardSettings:
     # others are ready; false: a group once all of it is rendered (salon.train.reward).
     # On an H200 at 8 x 2,048 (one group), render wait + judging 2.82 s against 3.63 whole
     # (results/bench_train_gpu_variants_h200.json); at 64 x 2,048 a 30.97-s step against 33.46 whole, though
-    # whole groups judged faster: 1.29 s per 64 comparisons against 1.61 (results/bench_train_gpu_64_h200.json)
+    # whole groups judged faster: 1.29 s per 64 comparisons against 1.61 (results/bench_train_gpu_64_earlier_h200.json)
     judge_as_rendered: bool = True
     # judge_as_rendered: a judge call waits for this many ready paintings while more of its own render (fewer
     # when those are all it has left). On an H200, 1: 8 x 2,048 9.86 s a step against 10.19 at 4, 64 x 2,048

@@ -66,7 +66,7 @@ class GRPOSettings:
     # on, whole below: salon.train.decode.FILLED_FROM_ROWS). salon.train.decode_attention says how.
     generation_attention: Literal["auto", "buckets", "filled", "whole"] = "auto"
     # compiled: q/k/v and gate/up of each layer as one matrix product each (salon.train.fused_linears); on an
-    # H200 at 8 x 2,048 generation took 6.10-6.13 s against 6.65 unfused (results/bench_train_gpu_h200.json)
+    # H200 at 8 x 2,048 generation took 6.10-6.13 s against 6.65 unfused (the run of commit 6d35098)
     generation_fuse_linears: bool = True
     # compiled: the generation batch in this many waves of whole groups; with render.prefetch each wave's
     # paintings render while the next one generates (the decode runs at a smaller batch, its cost)
