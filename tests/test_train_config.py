@@ -91,9 +91,10 @@ def test_a_weight_for_an_image_judge_that_is_not_computed_is_refused():
 
 
 def test_the_h200_recipe_is_the_measured_64_row_setup():
-    """lora_h200_64.yaml is lora_1gpu.yaml with the overrides of the row its comment quotes
+    """lora_h200_64.yaml is lora_1gpu.yaml with the overrides of the row it was chosen from
     (results/bench_train_gpu_64_earlier_h200.json, icd_16_browsers_filled_compiled_update_whole_groups, run by
-    benchmarks/bench_train_gpu.py at 8 prompts a step and 2,048 tokens): its figures are this recipe's."""
+    benchmarks/bench_train_gpu.py at 8 prompts a step and 2,048 tokens), so that row's figures and the
+    recipe's own (the row lora_h200_64 of results/bench_train_gpu_64_h200.json) measure one setup."""
     measured_row = ["render.gl=vulkan-icd", "render.workers=4", "render.trainer_cores=2",
                     "grpo.generation_attention=filled", "grpo.gradient_checkpointing=false",
                     "grpo.torch_compile=true", "reward.judge_as_rendered=false"]
