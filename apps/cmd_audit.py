@@ -7,8 +7,11 @@ blank share, diversity within groups and across prompts, each reward component's
 bottom / median / top reward and the count under 0.3, frac_reward_zero_std; over the run and the
 last window: correlation between components (flagged above 0.85) and saturation. Alarms: coverage
 falling, diversity collapsing or a component (gate, judge, an image measure) falling while the reward
-rises; the windows and limits are the run's own `audit:` section (RUN_DIR/salon_train.yaml). Figures (audit.png, correlation.png,
-image grids) go to --out (default RUN_DIR/audit/). Exit code 1 when an alarm fired.
+rises; the reward's mean or gate pass falling from its best window (audit.fall_window steps, by
+audit.reward_fall / audit.gate_pass_fall), naming the last checkpoint-N before the fall and the
+violation codes that failed most. The windows and limits are the run's own `audit:` section
+(RUN_DIR/salon_train.yaml). Figures (audit.png, correlation.png, image grids) go to --out
+(default RUN_DIR/audit/). Exit code 1 when an alarm fired.
 
 --suspects K lists the K highest-reward rollouts an audit measure flags (blank, low coverage,
 near-duplicate of another prompt's painting, text-like marks, the collapsed template; see

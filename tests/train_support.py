@@ -166,3 +166,69 @@ def tiny_grpo_trainer(folder, out, prompts, engine, reward, max_new: int, **conf
 def completion_chars(completions, **kwargs):
     """A reward function: each completion's length in characters."""
     return [float(len(c[0]["content"])) for c in completions]
+
+
+# a learn_tiny-like run (16 rollouts a step, one prompt, a checkpoint every 4 steps) whose gate
+# failures fade as it learns: the failures of steps 0..16, then of steps 17..23 with or without a fall
+FAILURES_RISING = [4, 4, 3, 3, 3, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0, 0]
+FAILURES_FALLING = [4, 6, 8, 8, 9, 10, 10]  # runtime errors come back (issue 58, start seed 7)
+FAILURES_HOLDING = [0, 1, 0, 0, 1, 0, 0]
+FALL_ERROR = "Cannot read properties of undefined (reading 'x')"
+
+
+def learn_tiny_steps(fall: bool, per_step: int = 16) -> dict[int, list]:
+    """Each step's Rollouts of a run whose judge term rises by 0.01 a step to step 16. With `fall`,
+    it holds there while runtime errors come back (FALL_ERROR; from step 18 one failure a step is a
+    timeout); without, it goes on rising with a failure now and then. A failure scores 0 (gate 0)."""
+    from salon.train.rollout import Rollout
+
+    rng = np.random.default_rng(7)
+    offsets = np.linspace(-0.15, 0.15, per_step)  # the group's spread of judge scores
+    failures = FAILURES_RISING + (FAILURES_FALLING if fall else FAILURES_HOLDING)
+    steps = {}
+    for step, failing in enumerate(failures):
+        judge_mean = 0.30 + 0.01 * (min(step, 16) if fall else step)
+        rows = []
+        for pos in range(per_step):
+            k = per_step - 1 - pos  # the best-scored positions fail first: the reward feels each failure
+            passed = k >= failing
+            if passed:
+                violations, errors = [], []
+            elif step >= 17 and fall:
+                violations, errors = (["timeout"], []) if step >= 18 and k == 0 else (["runtime_error"], [FALL_ERROR])
+            else:
+                violations, errors = (["syntax_error"], []) if k % 2 else (["runtime_error"], ["x is not defined"])
+            judge = judge_mean + offsets[pos] if passed else None
+            coverage = float(rng.uniform(0.6, 0.9)) if passed else None
+            rows.append(Rollout(
+                run="learn-tiny-fall", step=step, checkpoint=f"checkpoint-{step}" if step else "base",
+                group=f"{step}-0000beef", row=0, position=pos, subject="koi", prompt="paint koi",
+                completion="```js\n...\n```", completion_chars=12, code="...", seed=step,
+                image=painting(rng, coverage, rng.integers(0, 255, 3), size=64) if passed else None,
+                gate_passed=passed, violations=violations, js_errors=errors,
+                paint_fraction=coverage / 2 if passed else None, coverage=coverage,
+                reward=0.1 + 0.9 * judge if passed else 0.0,
+                rewards={"gate": float(passed), "length": 0.0, "judge": judge}))
+        steps[step] = rows
+    return steps
+
+
+def write_learn_tiny_run(run_dir, fall: bool):
+    """RUN_DIR as `salon train train/configs/learn_tiny.yaml` leaves it: the rollout archive of
+    `learn_tiny_steps(fall)`, checkpoint-4..24 (a trainer_state.json each) and salon_train.yaml's
+    audit section."""
+    import json
+
+    import yaml
+
+    from salon.train.archive import RolloutArchive
+
+    archive = RolloutArchive(run_dir / "rollouts", ["reward_gate", "reward_length", "reward_judge"])
+    steps = learn_tiny_steps(fall)
+    for step, rows in steps.items():
+        archive.write(rows, step)
+    for step in range(4, len(steps) + 1, 4):  # grpo.save_steps: 4
+        (run_dir / f"checkpoint-{step}").mkdir()
+        (run_dir / f"checkpoint-{step}" / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+    (run_dir / "salon_train.yaml").write_text(yaml.safe_dump({"audit": {"window": 4, "grid_every": 4}}))
+    return run_dir

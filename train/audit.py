@@ -15,7 +15,8 @@ components (above 0.85 one is a proxy of the other), saturation (a component wit
 variance gives no signal), the bottom / median / top reward and the count under 0.3, and
 `frac_reward_zero_std`. An alarm fires when coverage falls, diversity collapses or any logged
 component (gate pass, the judge, an image measure) falls while the reward rises (the last window
-of steps against the one before).
+of steps against the one before), and when the reward's mean or gate pass falls from its best window
+(salon.train.audit_collapse: it names the checkpoint before the fall and what failed most).
 """
 
 from __future__ import annotations
@@ -223,7 +224,8 @@ def audit_run(run_dir: str | Path, settings: AuditSettings | None = None, figure
               frame=None) -> dict:
     """Per-step statistics, window checks and alarms from a run's archive (`frame`: the archive
     already loaded with its images); figures into `figures`."""
-    from salon.train.archive import load_rollouts
+    from salon.train.archive import load_rollouts, rollouts_folder
+    from salon.train.audit_collapse import falls_from_best
 
     settings = settings or AuditSettings()
     df = load_rollouts(run_dir) if frame is None else frame
@@ -234,10 +236,13 @@ def audit_run(run_dir: str | Path, settings: AuditSettings | None = None, figure
         history.append({"step": int(step), **batch_stats([records[i] for i in idx], [pil[i] for i in idx],
                                                          components)})
     last = [r for r in records if r["step"] > steps[-1] - settings.window]
+    # RUN_DIR or RUN_DIR/rollouts: the checkpoint-N folders are beside rollouts/
+    falls = falls_from_best({step: [records[i] for i in idx] for step, idx in by_step.items()}, settings,
+                            rollouts_folder(run_dir).parent)
     report = {"run_dir": str(run_dir), "rollouts": len(records), "steps": history, "components": components,
               "overall": window_checks(records, components, settings),
               "last_window": window_checks(last, components, settings),
-              "alarms": alarms(history, settings), "figures": []}
+              "alarms": sorted(alarms(history, settings) + falls, key=lambda a: a["step"]), "figures": []}
     if figures is not None:
         report["figures"] = plot(report, figures)
         every = settings.grid_every or max(1, len(steps) // 8)

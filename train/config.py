@@ -190,6 +190,15 @@ class AuditSettings:
     # absolute fall of a component's mean (gate, judge, a measure: each in [0, 1]) that raises an alarm;
     # absolute because a relative fall of a component near 0 (length, 0.06 on the tiny runs) is noise
     component_fall: float = 0.05
+    # the collapse alarm (salon.train.audit_collapse): the last fall_window steps' reward mean or gate pass
+    # against their best window so far. 5 steps (80 rollouts at learn_tiny's 16 a step) and these margins:
+    # on the three committed learn_tiny H200 seeds the largest fall from a best 5-step window was 0.044 in
+    # reward and 0.162 in gate pass (seed 1 dipped to 69-81 % for four steps and came back; a 4-step window
+    # or a 0.15 margin rang on it), while the start-seed-7 run of issue 58 fell about 0.12 in group mean
+    # (0.452 at steps 13-16, 0.33-0.34 over the last eight) and in gate pass from 0.97 to 0.625 at step 24
+    fall_window: Annotated[int, at_least(2)] = 5  # steps a window holds (one step alone is noise)
+    reward_fall: Annotated[float, positive] = 0.08  # absolute fall of the window's mean reward
+    gate_pass_fall: Annotated[float, Range(0, 1, lo_open=True)] = 0.2  # absolute fall of the window's gate pass
 
     def __post_init__(self):
         raise_problems("audit", field_problems(self, "audit."))

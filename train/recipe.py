@@ -303,7 +303,7 @@ def train(cfg: TrainConfig) -> dict:
     if cfg.smoke.examples:
         planner = ExampleSketches(planner, cfg.smoke.examples, cfg.smoke.example_files)
     recorder = Recorder(scorer.components, archive=archive, audit=cfg.audit, audit_dir=out / "audit",
-                        process=state.process_index)
+                        run_dir=out, process=state.process_index)
     # Ray actors (and a local cluster) start here; everything after closes them on the way out
     render = build_render_backend(cfg, state.num_processes)
     trainer = None

@@ -7,6 +7,9 @@ Every rollout goes to the archive (salon.train.archive) as written, and the same
 audit statistics (salon.train.audit): means and stds of every component, coverage, blank share,
 diversity, the none count, correlation and saturation over the recent window, and the collapse
 alarms over the per-step history. They reach trackio through TRL's `log_metric` as `salon/...`.
+A fall of the reward's mean or gate pass from its best window (salon.train.audit_collapse) logs one
+warning per fall, naming the checkpoint before it, `salon/fall_from_best/<measure>` at every step, and
+`salon/alarm/<name>` = 1 at every step while the fall holds.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from salon.train import audit
+from salon.train.audit_collapse import FallWatch
 from salon.train.config import AuditSettings
 from salon.train.rollout import Rollout
 
@@ -29,9 +33,14 @@ class Recorder:
     archive: object | None = None  # a RolloutArchive; None records metrics only
     audit: AuditSettings = field(default_factory=AuditSettings)
     audit_dir: Path | None = None  # rollout image grids go under audit_dir/grids/
+    run_dir: Path | None = None  # where the checkpoint-N folders are: a collapse alarm names the one before the fall
     process: int = 0
     history: list[dict] = field(default_factory=list)  # per-step statistics, for the alarms
     recent: list[dict] = field(default_factory=list)  # rows of the last audit window (no images)
+    falls: FallWatch = field(init=False)
+
+    def __post_init__(self):
+        self.falls = FallWatch(self.audit, self.run_dir)
 
     def record(self, rollouts: list[Rollout], step: int, log_metric=None, timing: dict | None = None) -> dict:
         """Archive, compute and log; returns the statistics logged."""
@@ -54,6 +63,10 @@ class Recorder:
         for alarm in alarms:
             log.warning("audit alarm at step %d: %s", step, alarm["message"])
         stats.update({f"alarm/{a['name']}": 1.0 for a in alarms})
+        for alarm in self.falls.add(step, rows):
+            log.warning("audit alarm at step %d: %s: %s", step, alarm["name"], alarm["message"])
+        stats.update({f"fall_from_best/{m}": v for m, v in self.falls.falls().items()})
+        stats.update({f"alarm/{name}": 1.0 for name in self.falls.fallen()})
         if log_metric is not None:
             for name, value in stats.items():
                 if value is not None and not (isinstance(value, float) and math.isnan(value)):
