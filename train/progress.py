@@ -84,7 +84,9 @@ def compact_output(trainer) -> None:
 
 def quiet_library_warnings() -> None:
     """Deprecations salon does not cause and cannot fix at their source. TRL 1.16 reads
-    model.is_gradient_checkpointing around every generation (trl/models/utils.py) and peft when it
-    wraps the model (peft_model.py), a property transformers 5 deprecated: one warning per step
-    buried the step lines. salon's own use is fixed where it was (activation_checkpointing)."""
-    warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
+    model.is_gradient_checkpointing, and calls gradient_checkpointing_disable / _enable, around every
+    generation (trl/models/utils.py), and peft reads the property when it wraps the model
+    (peft_model.py): names transformers 5 deprecated, so with grpo.gradient_checkpointing on, each
+    step warned and buried the step lines. salon's own use is fixed where it was (activation_checkpointing)."""
+    for name in ("is_gradient_checkpointing", "gradient_checkpointing_disable", "gradient_checkpointing_enable"):
+        warnings.filterwarnings("ignore", message=f"`{name}` is deprecated", category=FutureWarning)

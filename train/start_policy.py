@@ -150,7 +150,9 @@ def start(out: str | Path, cfg: StartConfig, progress: bool = True) -> dict:
                      per_device_train_batch_size=cfg.batch_size, learning_rate=cfg.learning_rate,
                      lr_scheduler_type="cosine", warmup_steps=10, weight_decay=0.0, max_length=1024,
                      logging_steps=10, save_strategy="no", report_to="none", seed=cfg.seed, use_cpu=not cuda,
-                     bf16=cuda, dataloader_num_workers=0, disable_tqdm=not progress)
+                     bf16=cuda, dataloader_num_workers=0, disable_tqdm=not progress,
+                     # TRL's SFT default (on), under transformers 5's name: the old one, TRL's, warns
+                     activation_checkpointing=True)
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tok)
     result = trainer.train()
     t1 = time.perf_counter()
@@ -218,7 +220,16 @@ def main(argv: list[str] | None = None) -> int:
     args = vars(p.parse_args(argv))
     out = args.pop("out")
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    report = start(out, StartConfig(**args))
+    try:
+        report = start(out, StartConfig(**args))
+    except KeyboardInterrupt:
+        from tqdm import tqdm
+
+        for bar in list(tqdm._instances):  # the SFT's progress bar ends its line: the message gets one of its own
+            bar.close()
+        print(f"interrupted: {out} is not a finished policy; run the same command again to start it over",
+              file=sys.stderr)
+        return 130
     print(json.dumps(report, indent=2))
     return 0
 

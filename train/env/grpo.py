@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 
@@ -97,6 +98,7 @@ def train(env_url: str, model: str, output_dir: str, subjects: list[str], repeat
     from trl import GRPOConfig, GRPOTrainer
 
     from salon.models.tiny import is_tiny, resolve_model
+    from salon.train.progress import quiet_library_warnings
 
     out = Path(output_dir)
     path = resolve_model(model, out / "tiny-policy")
@@ -110,9 +112,12 @@ def train(env_url: str, model: str, output_dir: str, subjects: list[str], repeat
                       max_completion_length=max_completion_length, logging_steps=1, save_strategy="no",
                       report_to="none", use_cpu=cpu, bf16=not cpu, activation_checkpointing=not cpu,
                       scale_rewards="none", chat_template_kwargs={"enable_thinking": False})
-    trainer = GRPOTrainer(model=path, processing_class=tokenizer, args=args,
-                          train_dataset=build_dataset(env_url, subjects, repeat),
-                          reward_funcs=[environment_reward], environment_factory=make_environment(env_url))
+    quiet_library_warnings()  # TRL's generation toggles checkpointing under names transformers 5 deprecated
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="You are using 'environment_factory'")  # TRL marks it experimental
+        trainer = GRPOTrainer(model=path, processing_class=tokenizer, args=args,
+                              train_dataset=build_dataset(env_url, subjects, repeat),
+                              reward_funcs=[environment_reward], environment_factory=make_environment(env_url))
     trainer.train()
     return trainer
 
