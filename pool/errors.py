@@ -38,5 +38,10 @@ class JudgeError(SalonError):
     """A judge could not be built or loaded."""
 
 
+class RunError(SalonError):
+    """A training run's folder is not one run: none trained there, another already did, or its
+    rollout archive holds two runs."""
+
+
 class CardMemoryError(SalonError):
     """A step needed more accelerator memory than the card has; the message names the settings that lower it."""

@@ -1,7 +1,8 @@
 """`salon train` as a new user runs it, in a real process: references from a local pool folder,
-a TRL-only GRPO field, `--json`. Stdout is exactly one JSON document; stderr has no blank lines,
-no per-step dicts and no deprecation warnings; the run folder explains itself (salon's card, the
-references it used with their ids, one copy of each grid, one step numbering)."""
+a TRL-only GRPO field, `--json`. Stdout is exactly one JSON document (step, last reward, seconds,
+paths); stderr has no blank lines, no per-step dicts and no deprecation warnings; the run folder
+explains itself (salon's card, the references it used with their ids, one copy of each grid, one
+step numbering)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,13 @@ def run(tmp_path_factory):
 def test_json_stdout_is_one_document(run):
     summary = json.loads(run["done"].stdout)  # the whole stdout, nothing else in it
     assert summary["global_step"] == 2 and summary["checkpoints"] == ["checkpoint-1", "checkpoint-2"]
+    # the final reward (the last logged step's mean, as trainer_state.json has it) and the run's time, too
+    state = json.loads((run["out"] / "checkpoint-2" / "trainer_state.json").read_text())
+    logged = [h["reward"] for h in state["log_history"] if "reward" in h]
+    assert summary["reward"] == pytest.approx(logged[-1], abs=1e-9)
+    lines = run["done"].stderr.replace("\r", "\n").split("\n")
+    trained = next(float(line.split(" in ")[1].split()[0]) for line in lines if line.startswith("trained 2 steps in "))
+    assert trained <= summary["seconds"] < 600 and summary["moved_aside"] is None
 
 
 def test_training_output_is_compact(run):

@@ -148,15 +148,19 @@ def rollouts_folder(run_dir: str | Path) -> Path:
 def load_rollouts(run_dir: str | Path, images: bool = True):
     """All archived rollouts of a run (superseded shards excluded) as a pandas DataFrame.
 
-    `image` holds PNG bytes (or None); with `images=False` the column is left out (fast).
+    `image` holds PNG bytes (or None); with `images=False` the column is left out (fast). A folder
+    with no archive, or an archive holding one rollout twice (two runs in one folder), is a RunError.
     """
+    from salon.pool.errors import RunError
+    from salon.train.run_folder import refuse_mixed_archive
+
     shards = sorted((rollouts_folder(run_dir) / "data").glob("step-*.parquet"))
     if not shards:
-        from salon.pool.errors import ConfigError
-
-        raise ConfigError([f"{run_dir}: no rollout shards under rollouts/data/ (is it a salon train output "
-                           "folder?)"], "salon audit")
-    return read_shards(shards, images)
+        what = "does not exist" if not Path(run_dir).exists() else "holds no rollouts (no rollouts/data/step-*.parquet)"
+        raise RunError(f"{run_dir} {what}: give the --output-dir of a `salon train` run that trained at least one step")
+    frame = read_shards(shards, images)
+    refuse_mixed_archive(frame, run_dir)
+    return frame
 
 
 def read_shards(shards: list[Path], images: bool = True):

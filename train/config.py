@@ -215,6 +215,9 @@ class TrainConfig:
     run_name: str | None = None  # default: the output folder's name
     seed: int = 0
     resume: str | None = None  # null, "latest", or a checkpoint-N folder
+    # start over in an output_dir that holds a run: the old run moves to OUTPUT_DIR.old-<time>, never deleted
+    # (without it, or resume, such a folder is refused: salon.train.run_folder)
+    overwrite: bool = False
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     lora: LoraSettings = field(default_factory=LoraSettings)
     grpo: GRPOSettings = field(default_factory=GRPOSettings)
@@ -230,6 +233,8 @@ class TrainConfig:
         p = field_problems(self)
         if not self.output_dir:
             p.append("output_dir is empty")
+        if self.overwrite and self.resume:
+            p.append(f"overwrite moves the run in output_dir aside, resume={self.resume!r} continues it: give one of them")
         if self.judge.name == "transformers" and not self.judge.model:
             p.append("judge.model is required for the transformers judge")
         if not any(self.reward.weight(c) for c in ("judge", "absolute", *IMAGE_JUDGES)):

@@ -27,6 +27,7 @@ import dataclasses
 import logging
 import os
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from salon.train.config import TrainConfig, load_config
 from salon.train.engines import (check_single_process_engine, generation_engine, generation_kwargs,
                                  resolve_generation, trainable_dtypes_kept)
 from salon.train.partial_checkpointing import keep_partial
+from salon.train.run_folder import move_earlier_run_aside, refuse_second_run
 
 log = logging.getLogger(__name__)
 
@@ -251,7 +253,10 @@ def salon_callback(cfg: TrainConfig, provenance: dict):
 
 
 def train(cfg: TrainConfig) -> dict:
-    """Run GRPO as configured; returns a summary (steps, checkpoints, rollouts folder)."""
+    """Run GRPO as configured; returns a summary (steps, the last logged reward, seconds, checkpoints,
+    rollouts folder, where an overwritten run went)."""
+    started = time.perf_counter()
+    refuse_second_run(cfg)  # first: a folder that holds a run costs no time
     check_models(cfg)  # first: before torch and TRL load, so a mistyped model costs seconds
     import yaml
     from accelerate import PartialState
@@ -273,6 +278,7 @@ def train(cfg: TrainConfig) -> dict:
 
     out = Path(cfg.output_dir)
     state = PartialState()
+    moved_aside = move_earlier_run_aside(cfg) if state.is_main_process else None  # before anything is written
     quiet_library_warnings()
     resolve_generation(cfg)
     check_single_process_engine(cfg, state.num_processes)
@@ -317,9 +323,10 @@ def train(cfg: TrainConfig) -> dict:
                       "references": refs.source, "reference_counts": refs.tiers(),
                       "salon_version": salon_version(), "config": cfg.to_dict()}
         if state.is_main_process:
-            if checkpoint:  # the steps after the checkpoint are redone: their old rollouts move aside
+            if cfg.resume:  # the steps after the checkpoint (every step, with none) are redone: their rollouts move aside
                 moved = archive.supersede_from(checkpoint_step(checkpoint))
-                log.info("resuming from %s; %d rollout shard(s) of later steps moved to superseded/", checkpoint, moved)
+                log.info("resuming from %s; %d rollout shard(s) of the steps redone moved to superseded/",
+                         checkpoint or "step 0", moved)
             archive.write_card(provenance)
 
         engine = generation_engine(cfg)
@@ -360,7 +367,11 @@ def train(cfg: TrainConfig) -> dict:
         if trainer is not None:
             close_progress(trainer)
         render.close()  # Ray actors go (and a local cluster this run started), sessions close
+    rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
     summary = {"output_dir": str(out), "global_step": trainer.state.global_step,
+               "reward": rewards[-1] if rewards else None,  # the last logged step's mean reward
+               "seconds": round(time.perf_counter() - started, 1),  # loading, training and saving
+               "moved_aside": str(moved_aside) if moved_aside else None,
                "checkpoints": sorted(p.name for p in out.glob("checkpoint-*")),
                "rollouts": str(archive.folder), "log_history": trainer.state.log_history}
     if state.is_main_process:

@@ -49,6 +49,9 @@ def _worker_main(config: RenderConfig, requests, results, parent: int, cores: fr
 
     from salon.curate.sandbox.render import Renderer
 
+    # a session of its own, so a Ctrl-C in the terminal reaches the trainer alone, which closes the pool;
+    # before, the worker and its browsers took the keystroke too and printed tracebacks over the trainer's message
+    os.setsid()
     if cores:  # before any browser starts: every Chromium process inherits the mask
         os.sched_setaffinity(0, cores)
 

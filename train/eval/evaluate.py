@@ -184,8 +184,10 @@ def evaluate(config: EvalConfig, progress: bool = True) -> dict:
     from salon.train.eval.plots import plot_all
     from salon.train.eval.report import build_report
     from salon.train.eval.reviews import Reviews
+    from salon.train.run_folder import check_archive
 
     run = Path(config.run_dir)
+    check_archive(run)  # a folder two runs were trained into: its checkpoints are the second run's
     train_cfg = load_config(run / "salon_train.yaml")
     subjects = eval_subjects(train_cfg, config.prompts)
     specs = [parse_oracle(s) for s in config.oracles]
