@@ -1,13 +1,13 @@
 """`salon compare`: training runs side by side, the table of the watercolour study.
 
-    salon compare RUN_A RUN_B ... [--json] [--plot FILE] [--no-plot]
+    salon compare RUN_A RUN_B ... [--json] [--plot FILE]
 
 Per run, steps split into thirds: mean reward by third; rollouts under 0.3 by third (the bottom);
 paint coverage, first third against last; best-of-step gain against median gain (last third's
 mean of each step's best or median reward minus the first third's: a median gain far above the
 best-of-step gain means the bottom rose while the top stayed); and where `salon eval` ran, the
-checkpoints best by proxy, oracle and people and the oracle there. Curves go to --plot (default
-./salon-compare.png).
+checkpoints best by proxy, oracle and people and the oracle there. With --plot FILE, the curves
+go to FILE (nothing is written without it). A run folder that holds two runs is refused.
 """
 
 from __future__ import annotations
@@ -23,15 +23,14 @@ def add_parser(sub) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="salon train output folders")
     p.add_argument("--json", action="store_true", help="print the table as JSON")
-    p.add_argument("--plot", default="salon-compare.png", metavar="FILE", help="PNG of the curves")
-    p.add_argument("--no-plot", action="store_true", help="numbers only")
+    p.add_argument("--plot", metavar="FILE", help="write the curves to FILE (a PNG); without it nothing is written")
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
     from salon.train.eval.compare_runs import compare_runs
 
-    table = compare_runs(args.run_dirs, None if args.no_plot else Path(args.plot))
+    table = compare_runs(args.run_dirs, Path(args.plot) if args.plot else None)
     if args.json:
         for r in table["runs"]:
             r.pop("curve")

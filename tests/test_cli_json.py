@@ -96,7 +96,7 @@ def test_run_commands(smoke_run, tmp_path):
     run = smoke_run["out"]
     audit = document(salon("audit", run, "--json", "--out", tmp_path / "audit"))
     assert audit["rollouts"] > 0
-    compared = document(salon("compare", run, "--json", "--no-plot"))
+    compared = document(salon("compare", run, "--json"))
     assert compared
 
 

@@ -51,10 +51,12 @@ def test_table_by_thirds(runs, capsys):
         assert im.format == "PNG" and table["plot"] == str(plot)
 
 
-def test_text_table_names_every_figure(runs, capsys):
-    assert main(["compare", str(runs["collapse"]), str(runs["healthy"]), "--no-plot"]) == 0
+def test_text_table_names_every_figure_and_writes_nothing_without_plot(runs, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the folder it is run from: salon-compare.png used to land here
+    assert main(["compare", str(runs["collapse"]), str(runs["healthy"])]) == 0
     out = capsys.readouterr().out
     for label in ("mean reward, first third", "under 0.3, last third", "coverage, last third",
                   "best-of-step gain", "median gain", "eval: best by oracle"):
         assert label in out
     assert "collapse" in out.splitlines()[0] and "healthy" in out.splitlines()[0]
+    assert "figure:" not in out and list(tmp_path.iterdir()) == []
