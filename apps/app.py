@@ -190,12 +190,14 @@ def build(config: AppConfig, pool=None):
 
 
 def serve(config: AppConfig) -> None:
-    """Run the app until interrupted; prints the URL once the server listens."""
+    """Run the app until interrupted; prints the URL once the server listens. A taken port is a
+    SetupError (one line: choose another --port), raised before anything is built."""
     import uvicorn
 
+    from salon.apps.net import listening_socket
     from salon.pool.store import Pool
 
-    with Pool.open(config.pool, create=config.create_pool) as pool:
+    with listening_socket(config.host, config.port) as sock, Pool.open(config.pool, create=config.create_pool) as pool:
         app = build(config, pool)
         server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port,
                                                log_level="warning", timeout_graceful_shutdown=2))
@@ -213,4 +215,4 @@ def serve(config: AppConfig) -> None:
                       f"Running on local URL: http://{host}:{port}/", flush=True)
 
         threading.Thread(target=announce, daemon=True).start()
-        server.run()
+        server.run(sockets=[sock])

@@ -21,7 +21,9 @@ def gallery_with_detail(elem_id: str, columns: int, buttons: dict):
     """Thumbnails, and under them a hidden row showing the opened one large beside its description
     and one button per `buttons` entry ({key: label}); ids are elem_id, elem_id-info, elem_id-LABEL.
     Returns (gallery, selected state, detail row, image, description, {key: button})."""
-    gallery = gr.Gallery(columns=columns, height=520, allow_preview=False, object_fit="cover",
+    # fit_columns off: Gradio otherwise stretches a page of two paintings over the whole width (two ~600 px
+    # "thumbnails" a row); `columns` a row keeps each about 200 px wide on a laptop screen, however many there are
+    gallery = gr.Gallery(columns=columns, fit_columns=False, height=520, allow_preview=False, object_fit="cover",
                          show_label=False, elem_id=elem_id)
     selected = gr.State(None)
     with gr.Row(visible=False) as detail:
@@ -82,7 +84,7 @@ def grid_view(state, refresh_on: list) -> None:
         refresh = gr.Button("refresh", scale=0)
     shown = gr.State([])
     gallery, selected, detail, big, info, buttons = gallery_with_detail(
-        "salon-grid", 8, {**{t: t for t in TIERS}, None: "undo"})
+        "salon-grid", 6, {**{t: t for t in TIERS}, None: "undo"})
 
     outputs = [tier, gallery, shown, detail]
     gr.on([tier.input, page.submit, refresh.click, *refresh_on], show, [tier, page], outputs,

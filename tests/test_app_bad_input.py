@@ -1,7 +1,8 @@
 """The curation app's JSON API and command line on bad input, in process (no browser).
 
 An empty pool, a painting whose file went missing, a candidate whose render failed, labels the
-store refuses, a pool that cannot be opened, contradictory or malformed flags.
+store refuses, a pool that cannot be opened, contradictory or malformed flags; and, in a real
+process, a port another server holds.
 
     .venv/bin/python -m pytest -q tests/test_app_bad_input.py
 """
@@ -9,6 +10,10 @@ store refuses, a pool that cannot be opened, contradictory or malformed flags.
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -110,3 +115,16 @@ def test_a_command_module_that_cannot_be_imported_is_an_error(monkeypatch):
     monkeypatch.setattr(cli, "COMMANDS", [*cli.COMMANDS, "renamed"])
     with pytest.raises(ModuleNotFoundError, match="salon.apps.cmd_renamed"):
         cli.build_parser()
+
+
+def test_a_taken_port_is_one_line_that_names_port(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "salon.apps.cli", "app", "--pool", str(tmp_path / "pool"), "--new",
+                               "--user", "ann", "--port", str(port)], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (f"salon app: port {port} on 127.0.0.1 is taken (another salon app, or another server): "
+                           "choose another with --port N, or --port 0 for any free one\n")

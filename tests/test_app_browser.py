@@ -1,9 +1,9 @@
 """The curation app end to end: `salon app` as a subprocess on 127.0.0.1, Debian Chromium.
 
-Keys, undo, filters, grid, a pairwise choice, then the store; a SIGKILL mid-session loses no
-acknowledged label and the page re-sends the rest; two logged-in labelers at once; a wrong
-password; the named endpoints through gradio_client (label, queue, card, push to a fake Hub,
-a generation run against a loopback OpenAI-compatible server).
+Keys, undo, filters, grid (and its thumbnails' size), a pairwise choice, then the store; a
+SIGKILL mid-session loses no acknowledged label and the page re-sends the rest; two logged-in
+labelers at once; a wrong password; the named endpoints through gradio_client (label, queue,
+card, push to a fake Hub, a generation run against a loopback OpenAI-compatible server).
 
     .venv/bin/python -m pytest -q tests/test_app_browser.py
 """
@@ -282,6 +282,40 @@ def test_keys_undo_filters_grid_and_compare(app, browser):
         == (left, right, "left", left, "ann")
     assert mine(app.pool, "ann")[c[0]] == "nope"  # compare keys never label
     page.close()
+
+
+def thumbnails(page, n: int) -> list[dict]:
+    """The grid's n thumbnails as they are laid out: x, y and width in CSS pixels."""
+    from playwright.sync_api import expect
+
+    expect(page.locator("#salon-grid img")).to_have_count(n)
+    return page.evaluate("[...document.querySelectorAll('#salon-grid .thumbnail-item')].map(e => "
+                         "(({x, y, width}) => ({x, y, width}))(e.getBoundingClientRect()))")
+
+
+def test_grid_thumbnails_stay_thumbnails_however_few(tmp_path, browser):
+    """A tier of two paintings shows two ~200 px thumbnails side by side, not two half-page images
+    (Gradio stretched too few to the width); a fuller tier puts six on a row."""
+    ids = make_pool(tmp_path / "pool")
+    with Pool.open(tmp_path / "pool", create=True) as pool:
+        for cid in ids[:2]:
+            pool.label(cid, "love", "ann")
+    app = App(tmp_path / "pool", "--user", "ann").start()
+    try:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(app.url)
+        page.get_by_role("tab", name="Grid").click()
+        page.get_by_label("love (2)").check()
+        love = thumbnails(page, 2)
+        assert all(150 <= t["width"] <= 260 for t in love), love
+        assert love[0]["y"] == love[1]["y"] and love[1]["x"] > love[0]["x"]
+        page.get_by_label("unlabelled (8)").check()  # six paintings, the reject; the unrendered one has no thumbnail
+        rest = thumbnails(page, 7)
+        assert [t["y"] == rest[0]["y"] for t in rest] == [True] * 6 + [False]
+        assert all(150 <= t["width"] <= 260 for t in rest), rest
+        page.close()
+    finally:
+        app.stop()
 
 
 def test_sigkill_loses_no_acknowledged_label(tmp_path, browser):
