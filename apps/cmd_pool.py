@@ -40,7 +40,8 @@ def add_parser(sub) -> None:
     p = verbs.add_parser("label", parents=[common], help="label a candidate love / okay / nope, or undo")
     p.add_argument("id", metavar="ID")
     p.add_argument("tier", nargs="?", metavar="TIER", help="love, okay or nope")
-    p.add_argument("--undo", action="store_true", help="clear your current tier for ID")
+    p.add_argument("--undo", action="store_true",
+                   help="clear your current tier for ID (with none, nothing is recorded and it says so)")
     p.add_argument("--by", required=True, metavar="NAME", help="who is labelling")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=run_label)
@@ -138,10 +139,18 @@ def run_label(args) -> int:
         raise PoolError("give either a TIER (love, okay, nope) or --undo")
     with _open(args) as pool:
         cid = pool.resolve_id(args.id)
-        row = pool.undo(cid, args.by) if args.undo else pool.label(cid, args.tier, args.by)
+        by = args.by.strip()
+        if not args.undo:
+            row = pool.label(cid, args.tier, args.by)
+        elif by and by not in pool.current_labels([cid]).get(cid, {}):
+            row = None  # nothing of theirs to clear: no row is appended, and the output says so
+        else:
+            row = pool.undo(cid, args.by)
         tier = pool.consensus_tier(cid)
     if args.json:
-        _print_json({"id": cid, "labeler": row.labeler, "tier": row.tier, "at": row.at, "consensus": tier})
+        _print_json({"id": cid, "labeler": by, "tier": row and row.tier, "at": row and row.at, "consensus": tier})
+    elif row is None:
+        print(f"{cid[:12]}  {by} had no label on it: nothing to undo  (consensus: {tier or 'unlabelled'})")
     else:
         print(f"{cid[:12]}  {row.labeler}: {row.tier or 'cleared'}  (consensus: {tier or 'unlabelled'})")
     return 0

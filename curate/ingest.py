@@ -18,7 +18,10 @@ What each PATH may be:
   - a folder: every ``.js``, ``.jsonl``, ``.txt`` and ``.md`` under it, in name order.
   - anything else: a raw model reply; the sketch is pulled out with `extract_code`. A reply
     with no sketch is stored as rejected (``no_sketch``) with empty code and the reply kept.
-``--subject``/``--model``/``--seed`` fill in what an input does not say itself.
+``--subject``/``--model``/``--seed`` fill in what an input does not say itself. A sketch that
+names no subject and is given none takes it from its leading comment: ``// peach hibiscus — five
+washes`` is "peach hibiscus", the text before the dash (an em or en dash, or a hyphen between
+spaces: names hold hyphens), as the bundled examples in curate/examples/ begin.
 
 Candidates without a render are rendered in the sandbox (``render_missing``: the one function
 here that needs Chromium); one whose render is unavailable (browser would not start) is stored
@@ -29,6 +32,7 @@ interrupted import keeps what it finished.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +44,8 @@ from salon.pool.models import Candidate, GuidePhoto
 
 _FOLDER_SUFFIXES = (".js", ".jsonl", ".txt", ".md")
 _CHUNK = 32  # candidates rendered, then stored, at a time
+# the first line of a sketch, `// SUBJECT — note`: a subject is a few words, so a long comment is prose
+_LEADING_SUBJECT = re.compile(r"\A\s*//\s*(?P<subject>[^\n]{1,60}?)(?:\s*[—–]\s*|\s+-\s+)\S")
 
 
 @dataclass
@@ -99,6 +105,8 @@ def import_paths(pool, paths: list[str | Path], defaults: Defaults | None = None
         if isinstance(item, PoolError):
             outcomes.append(Outcome(where, error=str(item)))
             continue
+        if item.subject is None:
+            item.subject = subject_from_comment(item.code)
         outcome = Outcome(where, id=item.id)
         outcomes.append(outcome)
         pending.append((outcome, item))
@@ -108,6 +116,12 @@ def import_paths(pool, paths: list[str | Path], defaults: Defaults | None = None
     if pending:
         _store(pool, pending, render, progress)
     return outcomes
+
+
+def subject_from_comment(code: str) -> str | None:
+    """The subject a sketch names in its leading comment (`// peach hibiscus — ...`), or None."""
+    match = _LEADING_SUBJECT.match(code or "")
+    return match["subject"].strip() if match else None
 
 
 def _store(pool, pending: list[tuple[Outcome, Candidate]], render: Renderer, progress: bool) -> None:

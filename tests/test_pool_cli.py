@@ -108,3 +108,53 @@ def test_import_renders_with_the_real_sandbox(capsys, tmp_path):
         assert pool.image_path(row["id"]).read_bytes().startswith(b"\x89PNG")
     code, out, _ = run(capsys, "import", sketch, "--pool", tmp_path / "pool", "--json")
     assert json.loads(out)["new"] is False
+
+
+def test_imported_examples_take_their_subject_from_their_leading_comment(capsys, tmp_path, make_png):
+    """The README's import of the bundled examples names every subject (each example begins
+    `// peach hibiscus — ...`); a PNG beside each copy stands for its render, so nothing renders here."""
+    examples = Path(__file__).parents[1] / "curate" / "examples"
+    folder = tmp_path / "examples"
+    folder.mkdir()
+    for i, sketch in enumerate(sorted(examples.glob("*.js"))):
+        shutil.copy(sketch, folder / sketch.name)
+        (folder / sketch.name).with_suffix(".png").write_bytes(make_png(i))
+    code, _, _ = run(capsys, "import", folder, "--model", "salon:examples", "--pool", tmp_path / "pool")
+    assert code == 0
+    code, out, _ = run(capsys, "stats", "--pool", tmp_path / "pool")
+    assert code == 0 and "subject unknown" not in out
+    code, out, _ = run(capsys, "stats", "--pool", tmp_path / "pool", "--json")
+    assert {k: v["candidates"] for k, v in json.loads(out)["by_subject"].items()} == {
+        "peach hibiscus": 4, "jellyfish": 3, "koi pond": 2, "mountain lake": 2, "mountain lake at dusk": 1,
+        "still life with pears": 1, "teacup": 1}
+
+    # --subject, and a JSONL row's own subject, win over the comment; a comment with no dash names nothing
+    (tmp_path / "rows.jsonl").write_text(
+        json.dumps({"code": "// koi — two fish\n" + SKETCH, "subject": "carp", "ok": False}) + "\n"
+        + json.dumps({"code": "// koi — three fish\n" + SKETCH, "ok": False}) + "\n"
+        + json.dumps({"code": "// draws a koi\n" + SKETCH, "ok": False}) + "\n")  # ok false: nothing renders
+    (tmp_path / "k.js").write_text("// koi — four fish\n" + SKETCH)
+    (tmp_path / "k.png").write_bytes(make_png(99))
+    code, out, _ = run(capsys, "import", tmp_path / "rows.jsonl", "--pool", tmp_path / "p2", "--json")
+    code, more, _ = run(capsys, "import", tmp_path / "k.js", "--subject", "goldfish", "--pool", tmp_path / "p2",
+                        "--json")
+    ids = [json.loads(line)["id"] for line in (out + more).splitlines()]
+    with Pool.open(tmp_path / "p2") as pool:
+        assert [pool.get(i).subject for i in ids] == ["carp", "koi", None, "goldfish"]
+
+
+def test_undo_of_a_label_never_given_says_so(capsys, tmp_path, make_png):
+    (tmp_path / "a.js").write_text(SKETCH)
+    (tmp_path / "a.png").write_bytes(make_png(1))
+    pool_dir = tmp_path / "pool"
+    code, out, _ = run(capsys, "import", tmp_path / "a.js", "--pool", pool_dir, "--json")
+    cid = json.loads(out)["id"]
+    assert run(capsys, "label", cid, "love", "--by", "ben", "--pool", pool_dir)[0] == 0
+    code, out, _ = run(capsys, "label", cid, "--undo", "--by", "ann", "--pool", pool_dir)
+    assert code == 0 and out == f"{cid[:12]}  ann had no label on it: nothing to undo  (consensus: love)\n"
+    code, out, _ = run(capsys, "label", cid, "--undo", "--by", "ann", "--pool", pool_dir, "--json")
+    assert json.loads(out) == {"id": cid, "labeler": "ann", "tier": None, "at": None, "consensus": "love"}
+    code, out, _ = run(capsys, "label", cid, "--undo", "--by", "ben", "--pool", pool_dir)
+    assert code == 0 and out == f"{cid[:12]}  ben: cleared  (consensus: unlabelled)\n"
+    with Pool.open(pool_dir) as pool:  # ann's undos appended nothing; ben's did
+        assert [(h.tier, h.labeler) for h in pool.label_history(cid)] == [("love", "ben"), (None, "ben")]
