@@ -6,7 +6,8 @@
 
 Each subcommand lives in `salon.apps.cmd_<name>` and exposes `add_parser(subparsers)`; the
 parser's `run(args) -> int` does the work. Heavy imports (torch, playwright, gradio) happen
-inside `run`, so `salon --help` stays fast. Only this module turns `SalonError` into a message.
+inside `run`, so `salon --help` (and bare `salon`, the same help) stays fast. Only this module
+turns `SalonError` into a message.
 """
 
 from __future__ import annotations
@@ -40,14 +41,18 @@ class Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="salon", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"salon {salon_version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")  # none: the help, below
     for name in COMMANDS:
         importlib.import_module(f"salon.apps.cmd_{name}").add_parser(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # bare `salon`: what it can do, not an error
+        parser.print_help()
+        return 0
     try:
         with json_mode(getattr(args, "json", False)):  # --json: stdout carries the JSON alone
             return int(args.run(args) or 0)

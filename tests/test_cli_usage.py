@@ -1,5 +1,6 @@
 """Every `salon` subcommand answers a flag it does not know with its own usage, and abbreviated
-flags are refused (`--max-step` is not `--max-steps`), through the real command line."""
+flags are refused (`--max-step` is not `--max-steps`), through the real command line; a bare
+`salon` prints the help and exits 0."""
 
 from __future__ import annotations
 
@@ -59,3 +60,11 @@ def test_abbreviations_are_refused_in_a_real_process(argv, wanted):
 def test_full_flags_still_parse():
     args = build_parser().parse_args(["audit", "RUN", "--suspects", "2", "--no-figures", "--json"])
     assert args.suspects == 2 and args.no_figures and args.json
+
+
+def test_bare_salon_prints_the_help_and_succeeds():
+    done = subprocess.run([sys.executable, "-m", "salon.apps.cli"], capture_output=True, text=True,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=120)
+    assert done.returncode == 0 and done.stderr == ""
+    assert done.stdout.startswith("usage: salon [-h] [--version] COMMAND")
+    assert all(f"\n    {name} " in done.stdout for name in ("render", "pool", "train", "audit", "app"))
