@@ -10,8 +10,10 @@ Scoring: each IMAGE's score is its mean win probability over K references (defau
 references: all) drawn with --seed from --refs, every pair shown in both orders. With --json, one
 object per image and line: {"image", "score", "verdicts": [{"reference", "p", "p_first",
 "p_second"}]} ("reference" is the reference's path for a folder, else its pool id; a verdict the
-judge could not give has p null and a "reason"). --model is a local folder or Hub id
-(transformers) or an http(s) URL of an OpenAI-compatible server.
+judge could not give has p null and a "reason"). --model names a model as every salon command
+does (salon.models.names): a local folder, a Hub id, tiny:qwen2_5_vl (a tiny random VLM built once,
+offline), random:qwen2.5-vl-7b, or the http(s) URL of an OpenAI-compatible server. --backend
+measures judges by image measures and takes no --model.
 
 --scorer names an absolute scorer instead (hpsv3, the HPSv3 reward model: no references, one
 score per image; see salon.apps.cmd_judge_scorer), which `serve` also serves over HTTP.
@@ -37,8 +39,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser("judge", usage=USAGE, help="score paintings with a pairwise judge, or validate one",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("images", nargs="*", metavar="IMAGE", help="paintings to score (or the word 'validate' or 'serve')")
-    p.add_argument("--model", required=True, help="local model folder, Hub id, or http(s)://server/v1; with "
-                   "--scorer hpsv3: the HPSv3.safetensors folder, an HPSv3 service URL, tiny:hpsv3 or random:hpsv3")
+    p.add_argument("--model", help="model folder, Hub id, tiny:qwen2_5_vl, random:NAME or http(s)://server/v1 "
+                   "(none with --backend measures); with --scorer hpsv3: the HPSv3.safetensors folder, an HPSv3 "
+                   "service URL, tiny:hpsv3 or random:hpsv3")
     p.add_argument("--backend", help="judge registry name or module:Class (default: from --model's form)")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     g = p.add_argument_group("scoring")
@@ -82,20 +85,13 @@ def _parse_mix(text: str) -> dict[str, float]:
 
 
 def _judge(args):
-    from salon.judges.registry import judge_for
+    from salon.judges.registry import backend_for, judge_for
 
-    kwargs = {}
-    is_url = args.model.startswith(("http://", "https://"))
-    backend = args.backend or ("openai" if is_url else "transformers")
-    if backend == "openai":
-        kwargs.update({k: v for k, v in (("timeout_s", args.timeout), ("model", args.server_model)) if v is not None})
-    elif backend == "transformers":
-        from salon.judges.model_source import model_problem
-
-        if problem := model_problem("--model", args.model):
-            raise JudgeError(problem)
-        kwargs.update({k: v for k, v in (("device", args.device), ("max_pixels", args.max_pixels)) if v is not None})
-    return judge_for(args.model, backend=backend, **kwargs)
+    backend = backend_for(args.model, args.backend)
+    flags = {"openai": (("timeout_s", args.timeout),),
+             "transformers": (("device", args.device), ("max_pixels", args.max_pixels))}
+    kwargs = {k: v for k, v in flags.get(backend, ()) if v is not None}
+    return judge_for(args.model, backend, field="--model", server_model=args.server_model, **kwargs)
 
 
 def run(args) -> int:

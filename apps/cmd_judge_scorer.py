@@ -6,7 +6,7 @@
 
 --model is the folder holding HPSv3.safetensors (Qwen2-VL-7B-Instruct's config and processor in
 DIR/base or beside it), the http(s) URL of an HPSv3 service, or tiny:hpsv3 / random:hpsv3 (built
-once under .salon-judge/). Scoring prints one line per image; with --json
+once into the machine's cache, salon.models.names). Scoring prints one line per image; with --json
 {"image", "score", "mu", "log_sigma", "error"}: a failed image has score null and the error, and
 the command exits 1 if any failed. `serve` answers POST /score and GET /health (the prior art's
 HPSv3 service API) on loopback; another host needs --insecure-no-auth, since it has no login.
@@ -16,13 +16,11 @@ Called by salon.apps.cmd_judge, which owns the arguments.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from salon.apps.output import emit
 from salon.pool.errors import ConfigError
 
 PAIRWISE_ONLY = ("refs", "backend", "max_pixels", "server_model")
-CACHE = Path(".salon-judge")  # where tiny: and random: scorers are built
 
 
 def run(args) -> int:
@@ -39,13 +37,11 @@ def run(args) -> int:
 
 
 def load_scorer(args):
-    from salon.judges.registry import load_judge
-    from salon.models.tiny import resolve_model
+    from salon.judges.registry import judge_for
 
-    model = resolve_model(args.model, CACHE / args.model.replace(":", "-"))  # a tiny:/random: spec is built once
     kwargs = {k: v for k, v in (("prompt", args.prompt), ("batch_size", args.batch_size), ("dtype", args.dtype),
                                 ("device", args.device), ("timeout_s", args.timeout)) if v is not None}
-    scorer = load_judge(args.scorer, model=model, **kwargs)
+    scorer = judge_for(args.model, args.scorer, field="--model", **kwargs)
     if not hasattr(scorer, "rate"):
         raise ConfigError([f"--scorer {args.scorer} is not a reward model (it has no rate()): use hpsv3"],
                           "salon judge --scorer")

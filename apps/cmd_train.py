@@ -60,7 +60,7 @@ def run(args) -> int:
     # salon's own progress at INFO; libraries (httpx's every request, ...) only when they warn
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("salon").setLevel(logging.INFO)
-    cfg = load_config(args.config, overrides(args))
+    cfg = load_config(args.config, overrides(args), find_models=True)  # about to train: models looked up too
     try:
         summary = train(cfg)
     except KeyboardInterrupt:

@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from salon.train.decode import GIB, StaticDecoder
     from salon.train.generation import MergedPolicy
-    from salon.models.tiny import resolve_model
+    from salon.models.names import resolve_model
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="random:qwen3-1.7b")
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
 
     device = torch.device("cpu" if args.cpu else "cuda")
     model_spec, prompt_tokens = ("tiny:qwen3", 32) if args.cpu else (args.model, PROMPT_TOKENS)
-    folder = resolve_model(model_spec, Path(tempfile.gettempdir()) / f"salon-{model_spec.replace(':', '-')}")
+    folder = resolve_model(model_spec, Path(tempfile.gettempdir()) / "salon-models")
     model, weight_bytes = lora_policy(folder, device, torch.float32 if args.cpu else torch.bfloat16)
     bandwidth = copy_bandwidth(device)
     name = torch.cuda.get_device_name() if device.type == "cuda" else "CPU"

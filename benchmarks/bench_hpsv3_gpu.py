@@ -76,7 +76,7 @@ def main(argv=None) -> int:
     from salon.judges.hpsv3 import load_hpsv3
     from salon.judges.registry import load_judge
     from salon.judges.verdict import Reference
-    from salon.models.tiny import resolve_model
+    from salon.models.names import resolve_model
 
     device = "cpu" if args.tiny else "cuda"
     if device == "cuda" and not torch.cuda.is_available():
@@ -88,7 +88,7 @@ def main(argv=None) -> int:
            "transformers": __import__("transformers").__version__, "models": specs, "steps": args.steps,
            "completion_tokens": args.completion, "images_per_step": 8}
     t = time.perf_counter()
-    folders = {name: resolve_model(spec, Path(args.cache) / spec.replace(":", "-")) for name, spec in specs.items()}
+    folders = {name: resolve_model(spec, args.cache) for name, spec in specs.items()}
     res["build_s"] = round(time.perf_counter() - t, 1)
     print(f"models built in {res['build_s']} s under {args.cache}", flush=True)
 

@@ -181,11 +181,11 @@ def run_engine(args, engine: str, variant: list[str] | None, refs: Path, gpu_ren
     from salon.train.archive import load_rollouts
     from salon.train.config import load_config
     from salon.train.recipe import train
-    from salon.models.tiny import resolve_model
+    from salon.models.names import resolve_model
 
     # built once into the bench's folder and shared by every run (a random 7B judge is 15 GB on disk)
-    policy = resolve_model(args.policy, Path(args.out) / "models" / "policy")
-    judge = resolve_model(args.judge, Path(args.out) / "models" / "judge")
+    policy = resolve_model(args.policy, Path(args.out) / "models")
+    judge = resolve_model(args.judge, Path(args.out) / "models")
     steps_run = args.steps + (1 if args.profile else 0)  # the profiled step comes last and is left out of the means
     engine_part = engine_overrides(engine) if variant is None else []  # a variant's name sets nothing
     overrides = [f"output_dir={run_dir(args, engine, gpu_render)}", f"policy.model={policy}", f"judge.model={judge}",

@@ -126,10 +126,10 @@ def main(argv=None) -> int:
         return 0
     if not args.original_python:
         ap.error("give --original-python (see the module docstring for how to build that environment)")
-    from salon.models.tiny import resolve_model
+    from salon.models.names import resolve_model
 
     work = Path(tempfile.mkdtemp(prefix="salon-hpsv3-parity-"))
-    tiny = Path(resolve_model("tiny:hpsv3", work / "tiny-hpsv3"))
+    tiny = Path(resolve_model("tiny:hpsv3", work))
     images = [str(p) for p in paintings(work)]
     report = {"images": len(images), "checkpoints": {}}
     for name, ckpt in (("tiny:hpsv3", tiny), (f"tiny:hpsv3, head output x{HEAD_GAIN:g}", scaled(tiny, work))):

@@ -1,11 +1,14 @@
-"""`hf:MODEL_ID_OR_PATH`: a local transformers model, a text LLM or an image-text-to-text model.
+"""`hf:MODEL`: a local transformers model, a text LLM or an image-text-to-text model.
 
-The config is read when the backend is made (cheap, so `--guides` can be checked against
-`supports_images` before a run); weights load on the first call. Generation runs in a worker
-thread, one at a time per model, bounded by `max_time` so a timed-out call frees the model
-instead of running on in the background.
+MODEL is a model name as every salon command reads it (salon.models.names): a folder, a Hub id,
+tiny:qwen3 (a tiny random model built once, offline) or random:NAME; a name that cannot be found
+is refused in one line before anything loads. The config is read when the backend is made
+(cheap, so `--guides` can be checked against `supports_images` before a run); weights load on
+the first call. Generation runs in a worker thread, one at a time per model, bounded by
+`max_time` so a timed-out call frees the model instead of running on in the background.
 
     python -m salon.curate.backends hf:Qwen/Qwen3-0.6B
+    salon curate generate --subject koi --model hf:tiny:qwen3 -n 2     # offline: a tiny random painter
 """
 
 from __future__ import annotations
@@ -26,11 +29,15 @@ class HFBackend:
         except ImportError as e:
             raise SetupError("the hf backend needs transformers and torch: "
                              "pip install 'salon[judge]'") from e
-        self.model_id = model
+        from salon.models.names import model_problem, resolve_model
+
+        if problem := model_problem("hf:", model):
+            raise BackendFatal(problem)
+        self.model_id = resolve_model(model)  # a tiny:/random: name is built once, into the machine's cache
         self.name = f"hf:{model}"
         self.config = config
         try:
-            model_config = AutoConfig.from_pretrained(model)
+            model_config = AutoConfig.from_pretrained(self.model_id)
         except (OSError, ValueError) as e:
             raise BackendFatal(f"cannot read the config of {model!r}: {e}. Pass a local folder "
                                f"or a model id that is in the Hugging Face cache.") from e

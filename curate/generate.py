@@ -24,6 +24,7 @@ from salon.curate.extract import extract_code
 from salon.curate.guides import load_guides
 from salon.curate.prompts import PROMPT_VERSION, Subject, SubjectBook, paint_messages
 from salon.curate.refine import critique, revision
+from salon.models.names import model_problem
 from salon.pool.errors import ConfigError
 from salon.pool.models import Candidate, GuidePhoto
 
@@ -55,9 +56,12 @@ class GenerateConfig:
             problems.append("a --model is given twice")
         for spec in self.models + ([self.critic] if self.critic else []):
             try:
-                parse_spec(spec)
+                kind, model = parse_spec(spec)
             except ConfigError as e:
                 problems += e.problems
+                continue
+            if kind == "hf" and (problem := model_problem("hf:", model)):  # before any browser starts
+                problems.append(problem)
         if self.rounds < 0:
             problems.append(f"--rounds must be 0 or more, got {self.rounds}")
         if not self.temperatures or any(t < 0 or t > 2 for t in self.temperatures):

@@ -28,10 +28,11 @@ from typing import Sequence
 
 from PIL import Image
 
-from salon.judges.hpsv3_config import HPSv3Config, each_prompt, is_url
+from salon.judges.hpsv3_config import HPSv3Config, each_prompt
 from salon.judges.hpsv3_rating import rating_from
 from salon.judges.verdict import Rating, as_rgb
 from salon.models.hpsv3_prompt import hpsv3_text
+from salon.models.names import is_url
 from salon.pool.errors import ConfigError, JudgeError
 
 log = logging.getLogger(__name__)

@@ -1,8 +1,8 @@
 """HPSv3's settings, shared by the scorer in this process (hpsv3.py) and the service client
-(hpsv3_remote.py): a dataclass checked on construction, and the train config's early check.
+(hpsv3_remote.py): a dataclass checked on construction (and before anything loads, by
+salon.judges.registry.judge_problems, whose SETTINGS name it).
 
     HPSv3Config(model="ckpt", batch_size=8)              # or model="http://127.0.0.1:8000"
-    config_problems({"model": "tiny:hpsv3"})             # [] or the problems, keyed reward.absolute_kwargs
     each_prompt(config, images, prompts)                 # one prompt per image
 """
 
@@ -12,14 +12,11 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from salon.models.hpsv3_prompt import DEFAULT_PROMPT, REWARD_TOKEN
+from salon.models.names import is_url
 from salon.pool.errors import ConfigError
 
 DTYPES = ("auto", "bfloat16", "float16", "float32")
 LOCAL_ONLY = ("base", "dtype", "device", "attn_implementation")  # HPSv3Config fields a service ignores
-
-
-def is_url(model: str | None) -> bool:
-    return bool(model) and str(model).startswith(("http://", "https://"))
 
 
 @dataclass
@@ -56,20 +53,6 @@ class HPSv3Config:
             self.model = self.model.rstrip("/")
         if p:
             raise ConfigError(p, "hpsv3")
-
-
-def config_problems(kwargs: dict) -> list[str]:
-    """What is wrong with `reward.absolute_kwargs` for hpsv3 (the train config checks it early)."""
-    if not isinstance(kwargs, dict) or not kwargs.get("model"):
-        return ["reward.absolute_kwargs.model is required for hpsv3: the checkpoint folder, tiny:hpsv3, "
-                "random:hpsv3 or a service URL"]
-    try:
-        HPSv3Config(**kwargs)
-    except ConfigError as e:
-        return [f"reward.absolute_kwargs: {x}" for x in e.problems]
-    except TypeError as e:
-        return [f"reward.absolute_kwargs: {e} (known: {', '.join(HPSv3Config.__dataclass_fields__)})"]
-    return []
 
 
 def each_prompt(config: HPSv3Config, images: Sequence, prompts: Sequence[str] | None) -> list[str]:

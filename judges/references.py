@@ -190,7 +190,9 @@ def _pulled(folder: Path, source: str) -> ReferenceSet:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("SALON_CACHE") or Path.home() / ".cache" / "salon") / "refs"
+    from salon.models.names import salon_cache
+
+    return salon_cache() / "refs"
 
 
 def _pull(spec: str) -> Path:

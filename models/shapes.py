@@ -4,8 +4,9 @@ on a GPU node that cannot download weights.
     policy.model: random:qwen3-1.7b          # salon train ... --set policy.model=random:qwen3-1.7b
     judge.model:  random:qwen2.5-vl-7b
     reward.absolute_kwargs.model: random:hpsv3   # HPSv3 (Qwen2-VL-7B + head), in the released layout
-    resolve_random("random:qwen3-1.7b", folder)  -> folder with config, tokenizer, random weights
+    build_random("qwen3-1.7b", folder)       -> folder with config, tokenizer, random weights
 
+Commands name these models `random:NAME` and salon.models.names.resolve_model builds them.
 A random model costs what the real one costs (same layers, widths, vocabulary, image tokens),
 so step times, memory and throughput measured with it hold for the real checkpoint; what it
 writes is noise. The config values are those of the published config.json files. The tokenizer
@@ -19,8 +20,6 @@ folder is reused, so a resumed run sees the same base weights.
 from __future__ import annotations
 
 from pathlib import Path
-
-from salon.pool.errors import ConfigError
 
 # Qwen/Qwen3-1.7B config.json
 QWEN3_1_7B = dict(vocab_size=151936, hidden_size=2048, intermediate_size=6144, num_hidden_layers=28,
@@ -50,33 +49,28 @@ SHAPES = {"qwen3-1.7b": ("qwen3", QWEN3_1_7B),
           "hpsv3": ("hpsv3", (QWEN2_VL_7B_TEXT, QWEN2_VL_7B_VISION))}
 
 
-def is_random(spec: str | None) -> bool:
-    return bool(spec) and str(spec).startswith("random:")
-
-
-def resolve_random(spec: str, folder: Path, shape: dict | tuple | None = None) -> str:
-    """Build `random:NAME` into `folder` (once) and return the folder. `shape` overrides the
-    named shape's values (tests build the real vocabulary with tiny widths)."""
-    name = spec.split(":", 1)[1]
+def build_random(name: str, folder: Path, shape: dict | tuple | None = None) -> Path:
+    """Build the architecture SHAPES[name] into `folder` (once) and return the folder. `shape`
+    overrides the named shape's values (tests build the real vocabulary with tiny widths)."""
     if name not in SHAPES:
-        raise ConfigError([f"{spec}: unknown architecture; use random:{', random:'.join(SHAPES)}"], "random model")
+        raise ValueError(f"unknown architecture {name!r}: use {', '.join(SHAPES)}")
     folder = Path(folder)
     arch, values = SHAPES[name]
     if arch == "hpsv3":
         from salon.models.hpsv3 import build_hpsv3
 
         more_text, more_vision = shape or ({}, {})
-        return str(build_hpsv3(folder, {**values[0], **more_text}, {**values[1], **more_vision},
-                               vocab_rows=HPSV3_VOCAB_ROWS, device=_device_and_dtype()[0]))
+        return build_hpsv3(folder, {**values[0], **more_text}, {**values[1], **more_vision},
+                           vocab_rows=HPSV3_VOCAB_ROWS, device=_device_and_dtype()[0])
     if (folder / "config.json").exists():
-        return str(folder)
+        return folder
     if arch == "qwen3":
         _build_causal_lm(folder, {**values, **(shape or {})})
     else:
         text, vision = values
         more_text, more_vision = shape or ({}, {})
         _build_vl(folder, {**text, **more_text}, {**vision, **more_vision})
-    return str(folder)
+    return folder
 
 
 def _device_and_dtype():

@@ -1,17 +1,17 @@
 """Tiny random models and references built from configs, so a training run works offline on a CPU.
 
-    resolve_model("tiny:qwen3", folder)          -> folder with a tiny Qwen3 causal LM + tokenizer
-    resolve_model("tiny:qwen2_5_vl", folder)     -> folder with a tiny Qwen2.5-VL + processor
-    resolve_model("tiny:hpsv3", folder)          -> folder with a tiny HPSv3 in the released layout
+    build_tiny("qwen3", folder)                  -> a tiny Qwen3 causal LM + tokenizer (tiny:qwen3)
+    build_tiny("qwen2_5_vl", folder)             -> a tiny Qwen2.5-VL + processor (tiny:qwen2_5_vl)
+    build_tiny("hpsv3", folder)                  -> a tiny HPSv3 in the released layout (tiny:hpsv3)
     resolve_references("tiny:refs", folder)      -> folder with love/ and okay/ synthetic paintings
     build_lm(folder, "qwen2"), build_vl(folder, "qwen3_vl")   the builders (tests use them too)
 
-Anything not starting with `tiny:` is returned unchanged (a folder or Hub id). The models are
-random (seed 0), real transformers classes saved with `save_pretrained` and loaded back with the
-Auto classes, exactly as a real checkpoint would be; `smoke.yaml` uses them. HPSv3 is saved as
-it was released instead (HPSv3.safetensors in the transformers 4.45 key layout beside base/ with
-the Qwen2-VL config and processor: salon.models.hpsv3.save_released) and loads through
-salon's HPSv3 loader. Builders are idempotent: an existing folder is reused.
+Commands name these models `tiny:ARCH` and salon.models.names.resolve_model builds them (the one
+resolver of model names). The models are random (seed 0), real transformers classes saved with
+`save_pretrained` and loaded back with the Auto classes, exactly as a real checkpoint would be;
+`smoke.yaml` uses them. HPSv3 is saved as it was released instead (HPSv3.safetensors in the
+transformers 4.45 key layout beside base/ with the Qwen2-VL config and processor:
+salon.models.hpsv3.save_released) and loads through salon's HPSv3 loader.
 """
 
 from __future__ import annotations
@@ -31,35 +31,24 @@ TINY_HPSV3_VISION = dict(depth=2, embed_dim=32, hidden_size=64, num_heads=4, mlp
                          spatial_merge_size=2, temporal_patch_size=2)
 
 
+TINY_ARCHS = POLICY_ARCHS + JUDGE_ARCHS + SCORER_ARCHS
+
+
 def is_tiny(spec: str | None) -> bool:
     return bool(spec) and str(spec).startswith("tiny:")
 
 
-def resolve_model(spec: str, folder: Path) -> str:
-    """A loadable model path: `spec` itself, or a tiny (or `random:` real-shaped) model built into `folder`."""
-    from salon.models.shapes import is_random, resolve_random
-
-    if is_random(spec):
-        return resolve_random(spec, folder)
-    if not is_tiny(spec):
-        return spec
-    arch = spec.split(":", 1)[1]
-    folder = Path(folder)
+def build_tiny(arch: str, folder: str | Path) -> Path:
+    """The tiny model `arch` (one of TINY_ARCHS) saved into `folder`."""
     if arch in SCORER_ARCHS:
         from salon.models.hpsv3 import build_hpsv3
 
-        return str(build_hpsv3(folder, TINY_HPSV3_TEXT, TINY_HPSV3_VISION))
-    if (folder / "config.json").exists():
-        return str(folder)
+        return build_hpsv3(folder, TINY_HPSV3_TEXT, TINY_HPSV3_VISION)
     if arch in POLICY_ARCHS:
-        build_lm(folder, arch)
-    elif arch in JUDGE_ARCHS:
-        build_vl(folder, arch)
-    else:
-        raise ConfigError([f"{spec}: unknown tiny model; use tiny:"
-                           f"{', tiny:'.join(POLICY_ARCHS + JUDGE_ARCHS + SCORER_ARCHS)}"],
-                          "tiny model")
-    return str(folder)
+        return build_lm(folder, arch)
+    if arch in JUDGE_ARCHS:
+        return build_vl(folder, arch)
+    raise ValueError(f"unknown tiny model {arch!r}: use {', '.join(TINY_ARCHS)}")
 
 
 def build_lm(folder: str | Path, arch: str = "qwen3", seed: int = 0) -> Path:

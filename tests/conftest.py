@@ -22,6 +22,9 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 # trackio reads TRACKIO_DIR once, when something first imports it (trl does, on import): set it
 # before any test runs, so the smoke run's metrics land in this session's folder, not in ~/.cache
 os.environ.setdefault("TRACKIO_DIR", tempfile.mkdtemp(prefix="salon-tests-trackio-"))
+# tiny: and random: models that commands build into the machine's cache (salon.models.names) land in
+# this session's folder, not in ~/.cache/salon
+os.environ["SALON_CACHE"] = tempfile.mkdtemp(prefix="salon-tests-cache-")
 
 import numpy as np
 import pytest

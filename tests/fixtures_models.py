@@ -105,7 +105,7 @@ def tiny_vl(arch: str = "qwen2_5_vl", taught: bool = False) -> Path:
 @functools.lru_cache(maxsize=None)
 def tiny_hpsv3() -> Path:
     """tiny:hpsv3 (salon.models.tiny: released layout, HPSv3.safetensors + base/) built once per test process."""
-    from salon.models.tiny import resolve_model
+    from salon.models.names import resolve_model
 
     folder = Path(tempfile.mkdtemp(prefix="salon-tiny-hpsv3-"))
     atexit.register(shutil.rmtree, folder, True)

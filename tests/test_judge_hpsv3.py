@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from fixtures_models import smooth_painting as painting, tiny_hpsv3  # noqa: E402
 
 from salon.judges.hpsv3 import hpsv3_image, load_hpsv3, resized_size  # noqa: E402
-from salon.judges.hpsv3_config import HPSv3Config, config_problems  # noqa: E402
+from salon.judges.hpsv3_config import HPSv3Config  # noqa: E402
 from salon.judges.hpsv3_rating import score_from_mu  # noqa: E402
 from salon.judges.registry import load_judge  # noqa: E402
 from salon.judges.verdict import RatingJudge  # noqa: E402
@@ -171,14 +171,14 @@ def test_bfloat16_keeps_the_head_in_float32():
 
 
 def test_random_hpsv3_loads_with_the_real_vocabulary(tmp_path):
-    from salon.models.shapes import HPSV3_VOCAB_ROWS, resolve_random
+    from salon.models.shapes import HPSV3_VOCAB_ROWS, build_random
     from salon.models.tiny import TINY_HPSV3_TEXT, TINY_HPSV3_VISION
 
-    folder = resolve_random("random:hpsv3", tmp_path / "r", shape=(TINY_HPSV3_TEXT, TINY_HPSV3_VISION))
+    folder = build_random("hpsv3", tmp_path / "r", shape=(TINY_HPSV3_TEXT, TINY_HPSV3_VISION))
     scorer = load_hpsv3(model=folder)
     assert scorer.model.get_input_embeddings().weight.shape[0] == HPSV3_VOCAB_ROWS
     assert scorer.rate([painting(10)])[0].ok
-    assert resolve_random("random:hpsv3", tmp_path / "r") == folder  # built once
+    assert build_random("hpsv3", tmp_path / "r") == folder  # built once
 
 
 def test_failures_are_none_with_a_reason_never_zero(judge):
@@ -192,10 +192,15 @@ def test_failures_are_none_with_a_reason_never_zero(judge):
 
 
 def test_config_problems_are_reported_at_once():
-    assert config_problems({}) and "model is required" in config_problems({})[0]
-    problems = config_problems({"model": "x", "dtype": "fp8", "batch_size": 0, "colour": 1})
-    assert len(problems) == 1 and "colour" in problems[0]  # an unknown field is reported first
-    problems = config_problems({"model": "x", "dtype": "fp8", "batch_size": 0})
-    assert len(problems) == 2
-    assert config_problems({"model": "http://127.0.0.1:9", "dtype": "bfloat16"})[0].endswith(
+    from salon.judges.registry import judge_problems
+
+    def problems(model, **kwargs):
+        return judge_problems(model, "hpsv3", "reward.absolute_kwargs.model", arguments="reward.absolute_kwargs",
+                              **kwargs)
+
+    assert problems(None)[0].startswith("reward.absolute_kwargs.model is required by the hpsv3 judge")
+    found = problems("tiny:hpsv3", dtype="fp8", batch_size=0, colour=1)
+    assert len(found) == 3 and "takes no colour" in found[0]  # the unknown field, and the known ones' problems
+    assert problems("./no-such-ckpt")[0].startswith("reward.absolute_kwargs.model=./no-such-ckpt: no such folder")
+    assert problems("http://127.0.0.1:9", dtype="bfloat16")[0].endswith(
         "applies to a local checkpoint, not to the service at http://127.0.0.1:9")

@@ -1,6 +1,7 @@
-"""A mistyped model id or path is refused in one line that says which and what to do, before
-anything is built or written: `salon train` and `salon judge`, offline, against a Hub that does
-not know the id (a fake Hub on 127.0.0.1), and against a Hub that cannot be reached."""
+"""A mistyped model id or path is refused in a line that says which and what to do, before anything
+is built or written: `salon train` (with the config's other problems, all at once) and `salon judge`,
+offline, against a Hub that does not know the id (a fake Hub on 127.0.0.1), and against a Hub that
+cannot be reached."""
 
 from __future__ import annotations
 
@@ -23,17 +24,23 @@ def train(tmp_path, *sets, env) -> subprocess.CompletedProcess:
                           env={**os.environ, "HF_HOME": str(tmp_path / "hf"), **env})
 
 
-def one_line(done: subprocess.CompletedProcess, tmp_path) -> str:
+def problems(done: subprocess.CompletedProcess, tmp_path) -> list[str]:
+    """The problems `salon train` listed (each `  - --set KEY=...`), after checking it stopped cleanly."""
     assert done.returncode == 2 and done.stdout == ""
     assert not (tmp_path / "run").exists()  # nothing built or written
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
-    return lines[0]
+    assert "Traceback" not in done.stderr and done.stderr.startswith("salon train: --set has "), done.stderr
+    return [line.removeprefix("  - --set ") for line in done.stderr.strip().splitlines()[1:]]
+
+
+def one_line(done: subprocess.CompletedProcess, tmp_path) -> str:
+    found = problems(done, tmp_path)
+    assert len(found) == 1, found
+    return found[0]
 
 
 def test_offline_uncached_id(tmp_path):
     line = one_line(train(tmp_path, "policy.model=Qwen/Qwen3-0.6B-Instrct", env={"HF_HUB_OFFLINE": "1"}), tmp_path)
-    assert line.startswith("salon train: policy.model=Qwen/Qwen3-0.6B-Instrct: no such folder here, not in the "
+    assert line.startswith("policy.model=Qwen/Qwen3-0.6B-Instrct: no such folder here, not in the "
                            "local Hugging Face cache, and HF_HUB_OFFLINE is set")
     assert "hf download Qwen/Qwen3-0.6B-Instrct" in line and "tiny:qwen3 or random:qwen3-1.7b" in line
 
@@ -60,10 +67,14 @@ def test_hub_unreachable(tmp_path):
     assert f"the Hub (http://127.0.0.1:{port}) cannot be reached" in line and "HF_HUB_OFFLINE=1" in line
 
 
-def test_several_problems_are_listed_together(tmp_path):
-    done = train(tmp_path, "policy.model=/no/policy", "judge.model=/no/judge", env={"HF_HUB_OFFLINE": "1"})
-    assert done.returncode == 2 and "2 problem(s)" in done.stderr
-    assert "policy.model=/no/policy: no such folder" in done.stderr and "judge.model=/no/judge" in done.stderr
+def test_model_problems_come_with_the_field_problems_at_once(tmp_path):
+    found = problems(train(tmp_path, "policy.model=/no/policy", "judge.model=tiny:qwen9", "grpo.beta=-1",
+                           "judge.kwargs={max_pixels: 3}", env={"HF_HUB_OFFLINE": "1"}), tmp_path)
+    assert len(found) == 4, found
+    assert found[0].startswith("policy.model=/no/policy: no such folder")
+    assert found[1].startswith("grpo.beta=-1")
+    assert found[2].startswith("judge.model=tiny:qwen9: unknown tiny model; use tiny:qwen2, tiny:qwen3")
+    assert found[3] == "judge.kwargs of the transformers judge: max_pixels=3: must be at least 784"
 
 
 @pytest.mark.parametrize("model", ["Qwen/Qwen2.5-VL-7B-Instrct", "./no-such-judge"])

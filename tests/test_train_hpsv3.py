@@ -30,8 +30,9 @@ def test_absolute_kwargs_are_checked_with_the_config():
     assert any("absolute_kwargs.model is required" in p for p in e.value.problems)
     with pytest.raises(ConfigError) as e:
         config_from_dict({"reward": {"absolute": "hpsv3",
-                                     "absolute_kwargs": {"model": "x", "dtype": "fp8", "batch_size": 0}}})
-    assert len([p for p in e.value.problems if "absolute_kwargs" in p]) == 2
+                                     "absolute_kwargs": {"model": "./no-ckpt", "dtype": "fp8", "batch_size": 0}}},
+                         find_models=True)
+    assert len([p for p in e.value.problems if "absolute_kwargs" in p]) == 3  # the model with its two settings
 
 
 @pytest.mark.browser
@@ -44,7 +45,7 @@ def test_a_run_archives_mu_and_score_in_their_own_columns(tmp_path, monkeypatch)
     assert main(["train", SMOKE, "--output-dir", str(out), "--max-steps", "1",
                  "--set", "reward.absolute=hpsv3", "reward.absolute_kwargs={model: tiny:hpsv3, batch_size: 2}",
                  "reward.weights={gate: 0.05, length: 0.05, judge: 0.6, absolute: 0.3}"]) == 0
-    assert (out / "tiny-absolute" / "HPSv3.safetensors").is_file()
+    assert (out / "tiny-hpsv3" / "HPSv3.safetensors").is_file()
     df = load_rollouts(out, images=False)
     assert {"reward_absolute", "absolute_mu", "absolute_log_sigma", "absolute_reason"} <= set(df.columns)
     scored = df[df["gate_passed"]]
@@ -56,4 +57,4 @@ def test_a_run_archives_mu_and_score_in_their_own_columns(tmp_path, monkeypatch)
     rejected = df[~df["gate_passed"]]
     assert rejected["absolute_mu"].isna().all() and rejected["reward_absolute"].isna().all()
     provenance = json.loads((out / "rollouts" / "provenance.json").read_text())
-    assert provenance["absolute"] == f"hpsv3:{out / 'tiny-absolute'}"
+    assert provenance["absolute"] == f"hpsv3:{out / 'tiny-hpsv3'}"

@@ -22,7 +22,8 @@ from salon.train.reward import RewardAdapter, submit_each
 from salon.train.rollout import Planner, Rollout, column_kinds
 from salon.train.scoring import Scorer
 from salon.train.smoke import ExampleSketches
-from salon.models.tiny import resolve_model, resolve_references
+from salon.models.names import resolve_model
+from salon.models.tiny import resolve_references
 
 pytestmark = pytest.mark.browser
 

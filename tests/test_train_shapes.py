@@ -9,8 +9,8 @@ import pytest
 from salon.pool.errors import ConfigError
 from salon.train.config import config_from_dict
 from salon.train.engines import generation_kwargs
-from salon.models.shapes import QWEN3_1_7B, resolve_random
-from salon.models.tiny import resolve_model
+from salon.models.names import resolve_model
+from salon.models.shapes import QWEN3_1_7B, build_random
 
 SMALL_LM = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
                 num_key_value_heads=2, head_dim=8)
@@ -19,23 +19,23 @@ SMALL_LM = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_a
 def test_random_policy_keeps_the_real_vocabulary_and_loads_with_auto_classes(tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    folder = resolve_random("random:qwen3-1.7b", tmp_path / "p", shape=SMALL_LM)
+    folder = build_random("qwen3-1.7b", tmp_path / "p", shape=SMALL_LM)
     model, tok = AutoModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
     assert model.config.vocab_size == QWEN3_1_7B["vocab_size"] and model.config.num_hidden_layers == 2
     # the small tokenizer decodes ids it does not know to nothing rather than failing
     assert isinstance(tok.decode([QWEN3_1_7B["vocab_size"] - 1, 5]), str)
     # the same seed gives the same base weights: a resumed run sees the model it started with
-    again = resolve_random("random:qwen3-1.7b", tmp_path / "q", shape=SMALL_LM)
+    again = build_random("qwen3-1.7b", tmp_path / "q", shape=SMALL_LM)
     other = AutoModelForCausalLM.from_pretrained(again)
     assert all((a == b).all() for a, b in zip(model.parameters(), other.parameters()))
 
 
-def test_recipe_resolves_random_specs_and_refuses_unknown_names(tmp_path):
+def test_the_resolver_builds_random_names_once_and_refuses_unknown_ones(tmp_path):
     with pytest.raises(ConfigError, match="random:qwen3-1.7b"):
         resolve_model("random:gpt-17", tmp_path / "x")
-    (tmp_path / "ready").mkdir()
-    (tmp_path / "ready" / "config.json").write_text("{}")
-    assert resolve_model("random:qwen3-1.7b", tmp_path / "ready") == str(tmp_path / "ready")  # built once
+    (tmp_path / "random-qwen3-1.7b").mkdir()
+    (tmp_path / "random-qwen3-1.7b" / "config.json").write_text("{}")
+    assert resolve_model("random:qwen3-1.7b", tmp_path) == str(tmp_path / "random-qwen3-1.7b")  # built once
 
 
 def test_generation_engines_map_to_trl_fields():
@@ -72,7 +72,7 @@ def test_trainable_weights_keep_their_dtype_when_generation_casts_the_model(tmp_
 
     from salon.train.engines import trainable_dtypes_kept
 
-    folder = resolve_random("random:qwen3-1.7b", tmp_path / "p", shape=SMALL_LM)
+    folder = build_random("qwen3-1.7b", tmp_path / "p", shape=SMALL_LM)
     model = get_peft_model(AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32),
                            LoraConfig(r=2, target_modules="all-linear", task_type="CAUSAL_LM"))
 

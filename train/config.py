@@ -1,6 +1,7 @@
 """The trainer's config: dataclasses validated on construction, loaded from YAML with overrides.
 
     cfg = load_config("train/configs/smoke.yaml", overrides=["grpo.max_steps=3", "output_dir=runs/x"])
+    cfg = load_config(path, overrides, find_models=True)     # about to train: its models are looked up too
     cfg.grpo.beta, cfg.judge.references, cfg.reward.weights ...
 
 Every section checks itself on construction: its fields' bounds and choices are declared on their
@@ -11,14 +12,20 @@ problems of every one of them (and unknown keys, and bad override syntax), and r
 `ConfigError` listing them all. Overrides are `dotted.key=value`, the value read as YAML
 (`grpo.beta=0.01`, `data.subjects=[koi, peony]`, `judge.kwargs.device=cuda`).
 
-Model fields take a local folder, a Hub id, `tiny:ARCH`: a tiny random model built from a
-config into the output folder (salon.models.tiny), so `smoke.yaml` runs fully offline on a CPU,
-or `random:NAME` (random:qwen3-1.7b, random:qwen2.5-vl-7b): the named architecture in its real
-shape with random weights (salon.models.shapes), for benchmarks and smoke runs on a GPU node.
+Model fields (policy.model, judge.model, reward.absolute_kwargs.model) name models as every salon
+command does (salon.models.names): a local folder, a Hub id, `tiny:ARCH`: a tiny random model
+built from a config into the output folder (salon.models.tiny), so `smoke.yaml` runs fully offline
+on a CPU, `random:NAME` (random:qwen3-1.7b, random:qwen2.5-vl-7b): the named architecture in its
+real shape with random weights (salon.models.shapes), for benchmarks and smoke runs on a GPU node,
+or, for an openai judge, its server's URL. Whether the judges take their kwargs, and a tiny: or
+random: name salon does not know, are checked with the fields; a config loaded to train
+(`load_config(..., find_models=True)`, as `salon train` does) also has every model looked up (a
+folder that exists, a Hub id cached or on the Hub), in seconds, its problems reported with the rest.
 """
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -30,6 +37,9 @@ from salon.train.config_grpo import GRPOSettings
 from salon.train.config_render import RenderSettings
 
 IMAGE_JUDGES = ("paint_fraction", "colourfulness", "composition")
+# whether the sections being built look their models up (a folder, the Hub): on for a config about to
+# train, off for one that is only read (a run's saved config, the shipped ones on a machine without them)
+FIND_MODELS = contextvars.ContextVar("find_models", default=False)
 FIXED_COMPONENTS = ("gate", "length", "judge", "absolute")
 DEFAULT_WEIGHTS = {"gate": 0.05, "length": 0.05, "judge": 0.9}
 
@@ -42,9 +52,14 @@ class PolicyConfig:
     enable_thinking: bool = False  # passed to the chat template (Qwen3)
 
     def __post_init__(self):
+        from salon.models.names import is_url, model_problem
+
         p = field_problems(self, "policy.")
-        if not self.model:
-            p.append("policy.model is empty: give a folder, a Hub id or tiny:qwen3")
+        if not self.model or is_url(self.model):
+            p.append(f"policy.model={self.model or ''}: the policy trains here; give a folder, a Hub id or "
+                     "tiny:qwen3")
+        elif problem := model_problem("policy.model", self.model, find=FIND_MODELS.get()):
+            p.append(problem)
         raise_problems("policy", p)
 
 
@@ -79,15 +94,25 @@ class DataSettings:
 class JudgeSettings:
     name: str = "transformers"  # registry name or module:Class
     model: str | None = "tiny:qwen2_5_vl"  # judge model (transformers: folder / Hub id / tiny:ARCH; openai: URL)
-    kwargs: dict = field(default_factory=dict)  # other fields of the backend's config
+    kwargs: dict = field(default_factory=dict)  # other fields of the backend's config (openai: server_model)
     references: str = "tiny:refs"  # folder, pulled pool release, REPO@REVISION, or tiny:refs
     k: Annotated[int, Range(1, says="draw at least one reference")] = 4
     mix: dict = field(default_factory=lambda: {"love": 0.5, "okay": 0.5})
 
     def __post_init__(self):
+        from salon.judges.registry import judge_problems
+
         p = field_problems(self, "judge.")
         if not self.name:
             p.append("judge.name is empty: use transformers, openai or module:Class")
+        elif not isinstance(self.kwargs, dict):
+            p.append(f"judge.kwargs={self.kwargs!r}: give a mapping of the judge's settings, e.g. {{device: cuda}}")
+        elif "model" in self.kwargs:
+            p.append("judge.kwargs.model: name the judge's model in judge.model (an openai server's model: "
+                     "judge.kwargs.server_model)")
+        else:
+            p += judge_problems(self.model, self.name, "judge.model", arguments="judge.kwargs",
+                                find_model=FIND_MODELS.get(), **self.kwargs)
         if not self.references:
             p.append("judge.references is empty: give a pool release (REPO@REVISION) or a folder")
         if not self.mix or any(not isinstance(w, (int, float)) or w < 0 for w in self.mix.values()):
@@ -145,10 +170,14 @@ class RewardSettings:
                          f"compute {name}: add it there, or set its weight to 0")
         if self.weights.get("absolute") and not self.absolute:
             p.append("reward.weights.absolute is set but reward.absolute names no scorer")
-        if self.absolute == "hpsv3":  # model (folder, tiny:hpsv3, random:hpsv3, URL), prompt, batch_size, dtype...
-            from salon.judges.hpsv3_config import config_problems
+        if self.absolute and not isinstance(self.absolute_kwargs, dict):
+            p.append(f"reward.absolute_kwargs={self.absolute_kwargs!r}: give a mapping, e.g. {{model: tiny:hpsv3}}")
+        elif self.absolute:  # hpsv3: model (folder, tiny:hpsv3, random:hpsv3, URL), prompt, batch_size, dtype...
+            from salon.judges.registry import judge_problems
 
-            p += config_problems(self.absolute_kwargs)
+            kwargs = dict(self.absolute_kwargs)
+            p += judge_problems(kwargs.pop("model", None), self.absolute, "reward.absolute_kwargs.model",
+                                arguments="reward.absolute_kwargs", find_model=FIND_MODELS.get(), **kwargs)
         if not 0 <= self.length_min_chars < self.length_full_chars <= self.length_max_chars:
             p.append("reward.length_*_chars: need 0 <= length_min_chars < length_full_chars <= length_max_chars")
         raise_problems("reward", p)
@@ -235,8 +264,6 @@ class TrainConfig:
             p.append("output_dir is empty")
         if self.overwrite and self.resume:
             p.append(f"overwrite moves the run in output_dir aside, resume={self.resume!r} continues it: give one of them")
-        if self.judge.name == "transformers" and not self.judge.model:
-            p.append("judge.model is required for the transformers judge")
         if not any(self.reward.weight(c) for c in ("judge", "absolute", *IMAGE_JUDGES)):
             p.append("reward: every scorer has weight 0, so only gate and length would be rewarded")
         raise_problems("train config", p)
@@ -320,13 +347,20 @@ def apply_overrides(data: dict, overrides: list[str], problems: list[str]) -> di
     return data
 
 
-def config_from_dict(data: dict, overrides: list[str] | None = None, where: str = "train config") -> TrainConfig:
+def config_from_dict(data: dict, overrides: list[str] | None = None, where: str = "train config",
+                     find_models: bool = False) -> TrainConfig:
+    """The config of `data` with `overrides`, or one ConfigError listing every problem; `find_models`: its
+    models are looked up too (FIND_MODELS), for a config about to train."""
     problems: list[str] = []
     data = apply_overrides(dict(data or {}), overrides or [], problems)
     top = {f.name for f in fields(TrainConfig)}
     for key in sorted(set(data) - top):
         problems.append(f"{key}: unknown section or field; {_did_you_mean(key, top)}")
-    sections = {name: _build(cls, data.get(name), name, problems) for name, cls in SECTIONS.items()}
+    token = FIND_MODELS.set(find_models)
+    try:
+        sections = {name: _build(cls, data.get(name), name, problems) for name, cls in SECTIONS.items()}
+    finally:
+        FIND_MODELS.reset(token)
     scalars = {k: data[k] for k in top - set(SECTIONS) if k in data}
     try:
         if not problems and all(v is not None for v in sections.values()):
@@ -337,7 +371,7 @@ def config_from_dict(data: dict, overrides: list[str] | None = None, where: str 
     raise ConfigError(problems, "--set" if all_set else where)
 
 
-def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:
+def load_config(path: str | Path, overrides: list[str] | None = None, find_models: bool = False) -> TrainConfig:
     import yaml
 
     path = Path(path)
@@ -347,4 +381,4 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainCo
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as e:
         raise ConfigError([f"{path} is not valid YAML: {e}"], "salon train") from None
-    return config_from_dict(data, overrides, where=str(path))
+    return config_from_dict(data, overrides, where=str(path), find_models=find_models)

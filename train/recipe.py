@@ -45,36 +45,14 @@ log = logging.getLogger(__name__)
 
 
 def build_judge(cfg: TrainConfig, out: Path, device: str | None = None):
-    """The pairwise judge named by cfg.judge (a `tiny:` model is built into OUTPUT_DIR/tiny-judge)."""
-    from salon.judges.registry import load_judge
-    from salon.models.tiny import resolve_model
+    """The pairwise judge named by cfg.judge (a tiny:/random: model is built into OUTPUT_DIR)."""
+    from salon.judges.registry import judge_for
 
     kwargs = dict(cfg.judge.kwargs)
-    if cfg.judge.name == "openai":
-        kwargs.setdefault("base_url", cfg.judge.model)
-    elif cfg.judge.model:
-        kwargs.setdefault("model", resolve_model(cfg.judge.model, out / "tiny-judge"))
     if cfg.judge.name == "transformers" and device:
         kwargs.setdefault("device", device)  # one judge replica per process, on that process's GPU
-    return load_judge(cfg.judge.name, **kwargs)
-
-
-def check_models(cfg: TrainConfig) -> None:
-    """Every model the run names can be loaded (salon.judges.model_source), checked in seconds
-    before anything is built or written: a typo is one line, not a minute of retries and a traceback."""
-    from salon.judges.model_source import model_problems
-    from salon.pool.errors import ConfigError, SetupError
-
-    fields = {"policy.model": cfg.policy.model}
-    if cfg.judge.name != "openai":
-        fields["judge.model"] = cfg.judge.model
-    if cfg.reward.absolute:
-        fields["reward.absolute_kwargs.model"] = cfg.reward.absolute_kwargs.get("model")
-    problems = model_problems(fields)
-    if len(problems) == 1:
-        raise SetupError(problems[0])
-    if problems:
-        raise ConfigError(problems, "salon train")
+    return judge_for(cfg.judge.model, cfg.judge.name, cache=out, field="judge.model", arguments="judge.kwargs",
+                     **kwargs)
 
 
 def build_references(cfg: TrainConfig, out: Path):
@@ -120,20 +98,6 @@ def build_dataset(cfg: TrainConfig):
 # ---- 3. reward: how it scores, where it renders ------------------------------------------------------
 
 
-def absolute_kwargs(cfg: TrainConfig, device: str | None = None) -> dict:
-    """reward.absolute_kwargs, a tiny:/random: model built into OUTPUT_DIR/tiny-absolute, HPSv3 on `device`."""
-    from salon.judges.hpsv3_config import is_url
-    from salon.models.tiny import resolve_model
-
-    kwargs = dict(cfg.reward.absolute_kwargs)
-    model = kwargs.get("model")
-    if model and not is_url(model):
-        kwargs["model"] = resolve_model(model, Path(cfg.output_dir) / "tiny-absolute")
-        if device and cfg.reward.absolute == "hpsv3":
-            kwargs.setdefault("device", device)  # one replica per process, on that process's GPU
-    return kwargs
-
-
 def build_scorer(cfg: TrainConfig, judge, refs, device: str | None = None):
     """The reward's Scorer: the judge against its references, the image judges, an absolute scorer
     (`salon eval` recomputes a run's reward with this same function)."""
@@ -141,9 +105,15 @@ def build_scorer(cfg: TrainConfig, judge, refs, device: str | None = None):
 
     absolute = None
     if cfg.reward.absolute:
-        from salon.judges.registry import load_judge
+        from salon.judges.registry import judge_for
+        from salon.models.names import is_url
 
-        absolute = load_judge(cfg.reward.absolute, **absolute_kwargs(cfg, device))
+        kwargs = dict(cfg.reward.absolute_kwargs)
+        model = kwargs.pop("model", None)
+        if device and cfg.reward.absolute == "hpsv3" and not is_url(model):
+            kwargs.setdefault("device", device)  # one replica per process, on that process's GPU
+        absolute = judge_for(model, cfg.reward.absolute, cache=cfg.output_dir, field="reward.absolute_kwargs.model",
+                             arguments="reward.absolute_kwargs", **kwargs)
         health = absolute.health() if hasattr(absolute, "health") else {"loaded": True}  # a remote scorer
         if not health.get("loaded"):
             log.warning("absolute scorer %s is not loaded yet (%s): samples it cannot score are None, never 0",
@@ -257,7 +227,6 @@ def train(cfg: TrainConfig) -> dict:
     rollouts folder, where an overwritten run went)."""
     started = time.perf_counter()
     refuse_second_run(cfg)  # first: a folder that holds a run costs no time
-    check_models(cfg)  # first: before torch and TRL load, so a mistyped model costs seconds
     import yaml
     from accelerate import PartialState
     from trl import GRPOTrainer
@@ -274,7 +243,7 @@ def train(cfg: TrainConfig) -> dict:
     from salon.train.run_card import write_run_card
     from salon.train.smoke import ExampleSketches
     from salon.train.update_per_group import install as install_update_per_group
-    from salon.models.tiny import resolve_model
+    from salon.models.names import resolve_model
 
     out = Path(cfg.output_dir)
     state = PartialState()
@@ -286,14 +255,11 @@ def train(cfg: TrainConfig) -> dict:
     if state.is_main_process:
         out.mkdir(parents=True, exist_ok=True)
         (out / "salon_train.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
-        resolve_model(cfg.policy.model, out / "tiny-policy")
-        if cfg.judge.name != "openai" and cfg.judge.model:
-            resolve_model(cfg.judge.model, out / "tiny-judge")
-        if cfg.reward.absolute:
-            absolute_kwargs(cfg)
+        for spec in (cfg.policy.model, cfg.judge.model, cfg.reward.absolute_kwargs.get("model")):
+            resolve_model(spec, out)
     state.wait_for_everyone()  # tiny models are built once, by the main process
 
-    policy = resolve_model(cfg.policy.model, out / "tiny-policy")
+    policy = resolve_model(cfg.policy.model, out)
     device = f"cuda:{state.local_process_index}" if state.device.type == "cuda" else None
     judge = build_judge(cfg, out, device)
     with state.main_process_first():  # the main process pulls REPO@REV; the others then find it pulled
@@ -389,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__)
         return 2
     logging.basicConfig(level=os.environ.get("SALON_LOG", "INFO"))
-    summary = train(load_config(argv[0], argv[1:]))
+    summary = train(load_config(argv[0], argv[1:], find_models=True))
     print(f"trained to step {summary['global_step']}; checkpoints in {summary['output_dir']}; "
           f"rollouts in {summary['rollouts']}")
     return 0

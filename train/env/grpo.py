@@ -97,11 +97,15 @@ def train(env_url: str, model: str, output_dir: str, subjects: list[str], repeat
     from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from salon.models.tiny import is_tiny, resolve_model
+    from salon.models.names import model_problem, resolve_model
+    from salon.models.tiny import is_tiny
+    from salon.pool.errors import ConfigError
     from salon.train.progress import quiet_library_warnings
 
+    if problem := model_problem("--model", model):
+        raise ConfigError([problem], "salon.train.env.grpo")
     out = Path(output_dir)
-    path = resolve_model(model, out / "tiny-policy")
+    path = resolve_model(model, out)
     tokenizer = AutoTokenizer.from_pretrained(path)
     if is_tiny(model):
         from trl.chat_template_utils import qwen3_chat_template

@@ -52,7 +52,7 @@ COMPONENTS = ("gate", "length", "judge")
 @dataclass
 class EnvConfig:
     judge: str = "paint_fraction"  # an image judge (paint_fraction, composition, ...) or transformers / openai
-    judge_model: str | None = None  # pairwise judges: folder, Hub id, tiny:qwen2_5_vl, or an OpenAI URL
+    judge_model: str | None = None  # pairwise judges: a model name (salon.models.names) or an OpenAI URL
     judge_kwargs: dict = field(default_factory=dict)
     references: str | None = None  # folder, pulled release, REPO@REVISION or tiny:refs (needed by pairwise)
     k: int = 4
@@ -64,14 +64,17 @@ class EnvConfig:
     max_sessions: int = 8  # concurrent websocket sessions; one more gets OpenEnv's CAPACITY_REACHED
     render: RenderConfig = field(default_factory=lambda: RenderConfig(timeout_s=45.0))
     backend: BackendConfig = field(default_factory=BackendConfig)
-    cache_dir: str = ".salon-env"  # where tiny: models and references are built
+    cache_dir: str | None = None  # where tiny: models and references are built (None: the machine's cache)
 
     def __post_init__(self):
+        from salon.judges.registry import judge_problems
+
         p = []
         if not self.judge:
             p.append("judge is empty: use paint_fraction, composition, colourfulness, transformers or openai")
-        if self.judge in PAIRWISE and not self.judge_model:
-            p.append(f"judge={self.judge} needs judge_model (a folder, Hub id, tiny:qwen2_5_vl or server URL)")
+        else:
+            p += judge_problems(self.judge_model, self.judge, "judge_model", arguments="judge_kwargs",
+                                **self.judge_kwargs)
         if self.judge in PAIRWISE and not self.references:
             p.append(f"judge={self.judge} compares with references: give references (folder or REPO@REVISION)")
         if self.k < 1:
@@ -101,20 +104,16 @@ class Painter:
     def __init__(self, config: EnvConfig | None = None):
         from pathlib import Path
 
-        from salon.judges.references import load_references
-        from salon.judges.registry import judge_for, load_judge
-        from salon.models.tiny import resolve_model, resolve_references
+        from salon.judges.references import cache_dir, load_references
+        from salon.judges.registry import judge_for
+        from salon.models.tiny import resolve_references
 
         self.config = c = config or EnvConfig()
-        cache = Path(c.cache_dir)
-        self.refs = load_references(resolve_references(c.references, cache / "tiny-refs")) if c.references else None
-        if c.judge in PAIRWISE:
-            model = c.judge_model if c.judge == "openai" else resolve_model(c.judge_model, cache / "tiny-judge")
-            self.judge = judge_for(model, backend=c.judge, **c.judge_kwargs)
-            self.pairwise = True
-        else:
-            self.judge = load_judge(c.judge, **c.judge_kwargs)
-            self.pairwise = False
+        refs = Path(c.cache_dir) if c.cache_dir else cache_dir()
+        self.refs = load_references(resolve_references(c.references, refs / "tiny-refs")) if c.references else None
+        self.judge = judge_for(c.judge_model, c.judge, cache=c.cache_dir, field="judge_model",
+                               arguments="judge_kwargs", **c.judge_kwargs)
+        self.pairwise = c.judge in PAIRWISE
         self.subjects = SubjectBook.load(c.subjects_file)
         self.backend = open_backend(c.backend, c.render)
         self._judge_lock = threading.Lock()  # a transformers judge is one model: one forward at a time

@@ -23,10 +23,10 @@ class CheckpointPolicy:
         import torch
         from transformers import AutoTokenizer
 
-        from salon.models.tiny import resolve_model
+        from salon.models.names import resolve_model
 
         self.cfg = train_cfg
-        self.base_path = resolve_model(train_cfg.policy.model, Path(run_dir) / "tiny-policy")
+        self.base_path = resolve_model(train_cfg.policy.model, run_dir)  # where the run built its tiny: policy
         self.device = "cuda" if torch.cuda.is_available() and not train_cfg.grpo.use_cpu else "cpu"
         dtype = train_cfg.policy.dtype
         self.dtype = getattr(torch, dtype) if dtype != "auto" else (

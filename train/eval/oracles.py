@@ -3,14 +3,17 @@
     --oracle paint_fraction                          an ImageJudge from the judge registry
     --oracle hpsv3,device=cuda                       any registered ImageJudge, with keyword arguments
     --oracle my_pkg.scorers:Crude,label=not_crude    anything importable (module:Class)
-    --oracle openai,base_url=http://127.0.0.1:8000/v1,model=Qwen3-VL-30B-A3B
+    --oracle openai,model=http://127.0.0.1:8000/v1,server_model=Qwen3-VL-30B-A3B
     --oracle transformers,model=/models/Qwen2.5-VL-7B,references=me/pool@REV,k=4
 
 A spec is NAME[,key=value...], values read as YAML. NAME goes to `salon.judges.registry`, so an
 ImageJudge registered later (HPSv3) works by its name. Three keys are the oracle's own: `label`
 (the column is `oracle_<label>`; default: the name), and for a pairwise judge `references` and
 `k` (default: the run's references and k), since a pairwise judge scores a painting by its win
-rate against references. A `model` of `tiny:ARCH` is built into RUN_DIR/eval/ (tests, smoke).
+rate against references. `model` names the judge's model as every salon command does
+(salon.judges.registry.judge_for, salon.models.names): a folder, a Hub id, tiny:ARCH or random:NAME
+(built into RUN_DIR/eval/), or an http(s) URL (an openai judge's server, whose model is
+`server_model`; an HPSv3 service).
 
 An oracle that raises or gives no answer scores `None` (missing, counted), never 0.
 """
@@ -85,14 +88,13 @@ class Oracle:
     against one seeded reference draw per prompt."""
 
     def __init__(self, spec: OracleSpec, run_dir: Path, train_cfg, run_references=None):
-        from salon.judges.registry import load_judge
-        from salon.models.tiny import is_tiny, resolve_model
+        from salon.judges.registry import judge_for
 
         self.spec = spec
         kwargs = dict(spec.kwargs)
-        if is_tiny(kwargs.get("model")):
-            kwargs["model"] = resolve_model(kwargs["model"], run_dir / "eval" / f"tiny-{spec.label}")
-        self.judge = load_judge(spec.name, **kwargs)
+        where = f"--oracle {spec.spec!r}"
+        self.judge = judge_for(kwargs.pop("model", None), spec.name, cache=run_dir / "eval", field=f"{where}: model",
+                               arguments=where, **kwargs)
         self.pairwise = hasattr(self.judge, "judge") and not hasattr(self.judge, "score")
         self.references, self.k, self.mix = None, spec.k or train_cfg.judge.k, train_cfg.judge.mix
         if self.pairwise:
