@@ -43,8 +43,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from salon.train.archive import load_rollouts
-    from salon.train.audit import audit_run
+    from salon.train.record.archive import load_rollouts
+    from salon.train.record.audit import audit_run
     from salon.train.config import AuditSettings
 
     settings = run_audit_settings(args.run_dir)

@@ -9,7 +9,7 @@ random weights) in bf16 with a peft LoRA (r=16, alpha 32, all linear layers; B d
 zero, so the adapter counts). In one run, on the same model and prompts, at each batch:
   generate             peft model + `generate`, dynamic cache (grpo.generation=transformers)
   continuous_batching  peft model + `generate_batch`, cast to bf16 as TRL casts it (grpo.generation=continuous_batching)
-  compiled             salon.train.generation: merged copy, static cache, compiled decode (grpo.generation=compiled),
+  compiled             salon.train.engine.generation: merged copy, static cache, compiled decode (grpo.generation=compiled),
                        attention over the filled positions only (grpo.generation_attention=filled)
   compiled_whole_cache the same, attention over the whole static cache (grpo.generation_attention=whole)
   compiled_buckets     the same, attention over the filled positions rounded up to a multiple of 256
@@ -102,7 +102,7 @@ def measure(engine: str, model, decoder, prompts, gen, device) -> tuple[int, flo
     """(tokens produced, seconds of the timed call, seconds of the first call when it compiles)."""
     import torch
 
-    from salon.train.engines import trainable_dtypes_kept
+    from salon.train.engine.choice import trainable_dtypes_kept
 
     first = None
     decoder = decoder.get(engine) if isinstance(decoder, dict) else decoder
@@ -203,8 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import GenerationConfig
     from torch._dynamo.utils import counters
 
-    from salon.train.decode import GIB, StaticDecoder
-    from salon.train.generation import MergedPolicy
+    from salon.train.engine.decode import GIB, StaticDecoder
+    from salon.train.engine.generation import MergedPolicy
     from salon.models.names import resolve_model
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

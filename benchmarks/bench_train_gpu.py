@@ -178,7 +178,7 @@ def run_engine(args, engine: str, variant: list[str] | None, refs: Path, gpu_ren
     import torch
     from transformers import AutoConfig
 
-    from salon.train.archive import load_rollouts
+    from salon.train.record.archive import load_rollouts
     from salon.train.config import load_config
     from salon.train.recipe import train
     from salon.models.names import resolve_model

@@ -10,7 +10,7 @@ import traceback
 
 import torch
 
-from salon.train.decode_attention import DecodeSpan, filled_decode_attention
+from salon.train.engine.decode_attention import DecodeSpan, filled_decode_attention
 
 
 def main() -> int:

@@ -5,7 +5,7 @@
     python benchmarks/learn_tiny.py --report-only         # recompute the results from runs/ already there
     python benchmarks/learn_tiny.py --suffix h200 --parallel 3 --set grpo.use_cpu=false   # a GPU node
 
-Needs the start policy (runs/tiny-start: `python -m salon.train.start_policy runs/tiny-start`) and the
+Needs the start policy (runs/tiny-start: `python -m salon.train.start.policy runs/tiny-start`) and the
 love-tier export (runs/examples-release), as docs/learn-tiny.md makes them. Every run is the
 command a user types (`salon train`, `salon eval`, `salon audit`, in subprocesses, timed by wall
 clock). From each run's rollout archive: per step the group's mean reward, its best, and the gate
@@ -63,7 +63,7 @@ def run(cmd: list[str], log: Path) -> float:
 
 def per_step(run_dir: Path) -> list[dict]:
     """Per step: the group's mean and best reward (None counted out) and the share that passed the gate."""
-    from salon.train.archive import load_rollouts
+    from salon.train.record.archive import load_rollouts
 
     df = load_rollouts(run_dir, images=False)
     out = []
@@ -90,8 +90,8 @@ def grid_by_step(run_dir: Path, path: Path, rows: int = 5, thumb: int = 112) -> 
     """A line of paintings per chosen step (evenly spaced from the first to the last), from the archive."""
     from PIL import Image
 
-    from salon.train.archive import load_rollouts
-    from salon.train.image_grid import image_grid
+    from salon.train.record.archive import load_rollouts
+    from salon.train.record.image_grid import image_grid
 
     df = load_rollouts(run_dir)
     steps = sorted(df["step"].unique())

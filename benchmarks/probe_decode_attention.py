@@ -8,7 +8,7 @@ the reads come from memory, not L2) inside one compiled function, captured in a 
 ms per decode step is the replay's time. The ways:
   sdpa_grouped   SDPA with a group's query heads as query rows: (B, KV, G, D) against (B, KV, L, D)
                  (what salon's decode attention was before); B x KV programs at most
-  matmul         salon.train.decode.grouped_decode_attention itself: scores by a batched matmul, the
+  matmul         salon.train.engine.decode.grouped_decode_attention itself: scores by a batched matmul, the
                  masked softmax in float32, a second matmul for values; cuBLAS tiles the L positions,
                  so the reads spread over the whole card
   flex           torch's flex_attention with the mask as a score_mod (its decoding kernel splits the keys)
@@ -40,7 +40,7 @@ class _Layer:
 
 
 def matmul(q, k, v, mask):
-    from salon.train.decode import grouped_decode_attention
+    from salon.train.engine.decode import grouped_decode_attention
 
     return grouped_decode_attention(_Layer, q, k, v, mask[:, None, None, :])[0]
 

@@ -10,7 +10,7 @@ left-padded. For each batch and filled length (`--filled`: new tokens so far), e
 per inner step `block`, per program `split`, `warps` per program, pipelining `stages`) is timed as
 the decode runs it: calls captured in a CUDA graph, replayed `--iters` times between CUDA events,
 after a warm-up that compiles it (each call on its own copy of the cache where one copy would fit in
-the L2 cache). `--against REF` times the kernel of `train/decode_attention.py` at
+the L2 cache). `--against REF` times the kernel of `train/engine/decode_attention.py` at
 that revision too (its own default tiling; 9277e0d: one row a program, a group's prompt read from its
 first row through the L2 cache), on the same tensors, and prints the ratio. Bandwidth counts the
 bytes the attention must read once: each row's own new keys and values and each group's prompt once
@@ -101,10 +101,15 @@ def time_graph(calls, iters: int) -> tuple[float, object]:
 
 
 def module_at(ref: str):
-    """train/decode_attention.py as `ref` wrote it, loaded apart from this tree's (its op renamed, so
-    both register)."""
-    text = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:train/decode_attention.py"], check=True,
-                          capture_output=True, text=True).stdout
+    """train/engine/decode_attention.py as `ref` wrote it (train/decode_attention.py before the engine had a
+    room of its own), loaded apart from this tree's (its op renamed, so both register)."""
+    for where in ("train/engine/decode_attention.py", "train/decode_attention.py"):
+        shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:{where}"], capture_output=True, text=True)
+        if shown.returncode == 0:
+            break
+    else:
+        raise SystemExit(f"--against {ref}: {shown.stderr.strip()}")
+    text = shown.stdout
     text = text.replace('"salon::filled_decode_attention"', '"salon_against::filled_decode_attention"')
     path = Path(tempfile.mkdtemp()) / "decode_attention_against.py"
     path.write_text(text)
@@ -119,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from bench_generate_gpu import copy_bandwidth
 
-    from salon.train import decode_attention as da
+    from salon.train.engine import decode_attention as da
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batches", default="64,8")

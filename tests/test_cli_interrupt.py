@@ -56,14 +56,14 @@ def test_ctrl_c_on_salon_train_says_resume_latest(tmp_path):
 
 def test_ctrl_c_on_the_start_policy_is_one_line(tmp_path):
     out = tmp_path / "start"
-    code, err = interrupted([sys.executable, "-m", "salon.train.start_policy", str(out), "--sketches", "200",
+    code, err = interrupted([sys.executable, "-m", "salon.train.start.policy", str(out), "--sketches", "200",
                              "--max-steps", "2000", "--check", "2", "--render", "0"], once="policy:", env={})
     assert code == 130 and "Traceback" not in err, err[-3000:]
     assert last_line(err) == f"interrupted: {out} is not a finished policy; run the same command again to start it over"
 
 
 def test_the_start_policy_warns_nothing(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "salon.train.start_policy", str(tmp_path / "start"), "--sketches",
+    done = subprocess.run([sys.executable, "-m", "salon.train.start.policy", str(tmp_path / "start"), "--sketches",
                            "40", "--max-steps", "2", "--check", "2", "--render", "0"], capture_output=True, text=True,
                           timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "default"})
     assert done.returncode == 0, done.stderr[-3000:]

@@ -11,7 +11,7 @@ from PIL import Image
 from salon.curate.sandbox.gate import verdict
 from salon.judges.image_judges import composition, paint_fraction as judge_paint_fraction
 from salon.pool.paint import BLANK_FRACTION, paint_fraction
-from salon.train.audit import batch_stats
+from salon.train.record.audit import batch_stats
 
 
 def pale_wash(size: int = 120) -> bytes:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from train_support import write_synthetic_run
 
-from salon.train.archive import load_rollouts_dataset, write_card
+from salon.train.record.archive import load_rollouts_dataset, write_card
 
 REWARDS = ["reward_gate", "reward_length", "reward_judge"]
 

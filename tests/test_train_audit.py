@@ -44,7 +44,7 @@ def test_healthy_run_stays_silent(runs, capsys):
 
 
 def test_correlated_and_saturated_components_are_flagged(runs):
-    from salon.train.audit import window_checks
+    from salon.train.record.audit import window_checks
     from salon.train.config import AuditSettings
 
     rows = [{"reward_a": i / 10, "reward_b": i / 10 + 0.001 * (i % 2), "reward_c": 0.5} for i in range(12)]
@@ -59,7 +59,7 @@ def test_text_report_names_the_alarm(runs, capsys):
 
 
 def test_a_component_falling_while_the_reward_rises_raises_its_alarm():
-    from salon.train.audit import alarms
+    from salon.train.record.audit import alarms
     from salon.train.config import AuditSettings
 
     # the reward (the proxy) climbs while the judge, logged beside it, loses 0.1 and gate pass 0.3:

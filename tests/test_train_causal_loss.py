@@ -1,4 +1,4 @@
-"""The loss's forward with padding moved to each row's end (salon.train.causal_loss) on a CPU: a real
+"""The loss's forward with padding moved to each row's end (salon.train.update.causal_loss) on a CPU: a real
 GRPOTrainer on the tiny Qwen3 with a LoRA, float32; TRL's own log-prob pass against the rotated one.
 
 The same log-probs and entropies at every completion position within TOL, the same LoRA gradients
@@ -52,7 +52,7 @@ def passes(t, model, ids, mask):
 def test_rotated_rows_give_trls_log_probs_entropies_and_gradients(tmp_path, monkeypatch, checkpointing):
     """With gradient checkpointing too: the backward pass runs each layer's forward again after the
     model's own attention is back, on the mask the first forward made (none): causal again."""
-    from salon.train import causal_loss
+    from salon.train.update import causal_loss
 
     t, model = trainer(tmp_path)
     if checkpointing:
@@ -88,7 +88,7 @@ def test_rotated_rows_give_trls_log_probs_entropies_and_gradients(tmp_path, monk
 
 
 def test_a_row_with_a_gap_keeps_trls_own_pass(tmp_path, monkeypatch):
-    from salon.train import causal_loss
+    from salon.train.update import causal_loss
 
     t, model = trainer(tmp_path)
     ids, mask = batch(model.config.vocab_size, t.processing_class.pad_token_id)
@@ -104,7 +104,7 @@ def test_a_row_with_a_gap_keeps_trls_own_pass(tmp_path, monkeypatch):
 
 
 def test_left_padding_and_rotation():
-    from salon.train.causal_loss import left_padding, rotated
+    from salon.train.update.causal_loss import left_padding, rotated
 
     mask = torch.tensor([[0, 0, 1, 1, 0], [1, 1, 1, 0, 0], [0, 1, 1, 1, 1]])
     shift = left_padding(mask)

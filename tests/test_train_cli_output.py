@@ -89,7 +89,7 @@ def test_references_come_from_the_local_pool_and_are_recorded(run):
     assert manifest["source"] == str(run["pool"]) and manifest["copied"] is True
     assert manifest["release"].startswith(f"pool:{run['pool'].resolve()}@")
     assert all((run["out"] / "references" / r["path"]).is_file() for r in manifest["references"])
-    from salon.train.archive import load_rollouts_dataset
+    from salon.train.record.archive import load_rollouts_dataset
 
     rollouts = load_rollouts_dataset(run["out"])
     assert set(rollouts["pool_release"]) == {manifest["release"]}

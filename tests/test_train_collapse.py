@@ -1,4 +1,4 @@
-"""The collapse alarm (salon.train.audit_collapse): a recorded run whose reward and gate pass fall from
+"""The collapse alarm (salon.train.record.audit_collapse): a recorded run whose reward and gate pass fall from
 their best window rings in `salon audit` and in the training log, naming the checkpoint before the
 fall and what failed most; a run that holds stays silent."""
 
@@ -11,9 +11,9 @@ import pytest
 
 from salon.apps.cli import main
 from salon.pool.errors import ConfigError
-from salon.train.audit_collapse import FallWatch
+from salon.train.record.audit_collapse import FallWatch
 from salon.train.config import AuditSettings
-from salon.train.recorder import Recorder
+from salon.train.record.recorder import Recorder
 from train_support import FALL_ERROR, learn_tiny_steps, write_learn_tiny_run
 
 FALLS = {"reward_falls_from_best", "gate_pass_falls_from_best"}
@@ -75,7 +75,7 @@ def test_the_training_log_warns_once_per_fall_and_logs_the_alarm_every_step(runs
     run_dir = runs["fall" if fall else "hold"]
     recorder = Recorder(["gate", "length", "judge"], audit=AuditSettings(), run_dir=run_dir)
     logged: dict[int, dict[str, float]] = {}
-    with caplog.at_level(logging.WARNING, logger="salon.train.recorder"):
+    with caplog.at_level(logging.WARNING, logger="salon.train.record.recorder"):
         for step, rollouts in learn_tiny_steps(fall).items():
             recorder.record(rollouts, step, lambda name, value, s=step: logged.setdefault(s, {}).update({name: value}))
     warned = [r.getMessage() for r in caplog.records if "_falls_from_best" in r.getMessage()]

@@ -26,7 +26,7 @@ def runs(tmp_path_factory):
 
 
 def test_table_by_thirds(runs, capsys):
-    from salon.train.archive import load_rollouts
+    from salon.train.record.archive import load_rollouts
 
     plot = runs["root"] / "curves.png"
     assert main(["compare", str(runs["collapse"]), str(runs["healthy"]), "--json", "--plot", str(plot)]) == 0

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from salon.train.decode import StaticDecoder
-from salon.train.fused_linears import FusedPart, StackedProduct, fuse_sibling_linears
-from salon.train.generation import MergedPolicy
+from salon.train.engine.decode import StaticDecoder
+from salon.train.engine.fused_linears import FusedPart, StackedProduct, fuse_sibling_linears
+from salon.train.engine.generation import MergedPolicy
 
 LOGPROB_TOL = 1e-5  # float32: one product cut in parts against the parts' own products
 NEW = 10

@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from salon.pool.errors import ConfigError
-from salon.train.decode import StaticDecoder, check_fits, fits
-from salon.train.generation import CompiledGeneration, MergedPolicy, tokenize
+from salon.train.engine.decode import StaticDecoder, check_fits, fits
+from salon.train.engine.generation import CompiledGeneration, MergedPolicy, tokenize
 
 LOGPROB_TOL = 1e-5  # float32: merged (W + BA) x against W x + B(A x)
 MAX_NEW = 12
@@ -158,7 +158,7 @@ def test_every_sampled_token_is_in_the_policys_top_k_or_nucleus(trained, top_k, 
 def test_the_fused_warper_gives_transformers_scores(temperature, top_k, top_p):
     from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
-    from salon.train.decode_sampling import TopKTopP
+    from salon.train.engine.decode_sampling import TopKTopP
 
     scores = torch.randn(16, 1000, generator=torch.Generator().manual_seed(top_k)) * 3
     kth = scores[0].topk(top_k).values[-1]
@@ -177,7 +177,7 @@ def test_grouped_decode_attention_gives_eager_attentions_logits(trained):
     left-padded prompt, then decode steps on a static cache."""
     from transformers import StaticCache
 
-    from salon.train.decode import ATTENTION
+    from salon.train.engine.decode import ATTENTION
 
     trainer, engine = trained
     grouped = engine.policy.model
@@ -240,7 +240,7 @@ def test_a_compiled_decode_step_is_compiled_once_per_shape(trained, caplog):
                             compile_config=compile_config)
     cfg = trainer.generation_config
     graphs = []
-    with caplog.at_level("INFO", logger="salon.train.decode"):
+    with caplog.at_level("INFO", logger="salon.train.engine.decode"):
         for lengths in ([5, 9], [3, 16], [20, 4], [7, 8], [30, 2]):  # buckets 16, 16, 32, 16, 32
             decoder.generate([list(range(10, 10 + n)) for n in lengths], cfg)
             graphs.append(decoder.compiled_graphs)
@@ -260,7 +260,7 @@ def test_what_does_not_fit_is_refused_with_what_to_do():
 
 def test_config_exposes_the_generation_batch(tmp_path):
     from salon.train.config import config_from_dict
-    from salon.train.engines import generation_engine, resolve_generation
+    from salon.train.engine.choice import generation_engine, resolve_generation
     from salon.train.recipe import grpo_args
 
     cfg = config_from_dict({"grpo": {"use_cpu": True, "bf16": False, "num_generations": 8,
@@ -289,7 +289,7 @@ def wide_heads(trained):
     least; the trained policy's is 8), random weights, float32."""
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    from salon.train.decode_attention import filled_applies
+    from salon.train.engine.decode_attention import filled_applies
 
     torch.manual_seed(0)
     vocab = trained[1].policy.model.config.vocab_size
@@ -306,7 +306,7 @@ def test_filled_attention_decodes_as_the_whole_cache(trained, wide_heads):
     prompts of which some repeat (rows that read another row's prompt positions)."""
     from transformers import StaticCache
 
-    from salon.train.decode_attention import DecodeSpan
+    from salon.train.engine.decode_attention import DecodeSpan
 
     trainer, _ = trained
     model = wide_heads
@@ -351,7 +351,7 @@ def test_auto_attention_reads_the_filled_positions_from_64_rows(trained, wide_he
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     from salon.train.config_grpo import GRPOSettings
-    from salon.train.decode import FILLED_FROM_ROWS
+    from salon.train.engine.decode import FILLED_FROM_ROWS
 
     trainer, engine = trained
     assert GRPOSettings().generation_attention == "auto" and FILLED_FROM_ROWS == 64
@@ -392,7 +392,7 @@ BUCKETS_NEW = 40  # new tokens for the bucket tests: with chunks of 8, the atten
 def recorded(monkeypatch):
     """Per decode call of the loop: the log-probabilities it chose from and the key lengths its attention
     read (the softmax over one token's scores, decode.grouped_decode_attention's)."""
-    from salon.train import decode
+    from salon.train.engine import decode
 
     seen = {"logprobs": [], "keys": []}
     real_choose, real_softmax = decode.choose, torch.softmax
@@ -418,7 +418,7 @@ def test_bucket_attention_decodes_as_the_whole_cache(trained, recorded, do_sampl
     so 40 new tokens cross 5 chunk boundaries), and greedy tokens are identical, the same seed samples
     the same tokens, and every token's log-probability is within 1e-5 (LOGPROB_TOL: the same masked
     attention over fewer masked positions, float rounding only)."""
-    from salon.train.decode_attention import bucket_keys
+    from salon.train.engine.decode_attention import bucket_keys
 
     trainer, engine = trained
     prompts = tokenize(PROMPTS, trainer)  # left-padded: four lengths
@@ -454,7 +454,7 @@ def test_bucket_attention_compiles_once_per_length(trained, caplog, monkeypatch,
     import torch._dynamo.config as dynamo_config
     from transformers import CompileConfig
 
-    from salon.train import decode
+    from salon.train.engine import decode
 
     trainer, engine = trained
     if not isolated:
@@ -472,7 +472,7 @@ def test_bucket_attention_compiles_once_per_length(trained, caplog, monkeypatch,
     cfg = trainer.generation_config.__class__.from_dict({**trainer.generation_config.to_dict(), "do_sample": False})
     cfg.eos_token_id = None
     prompts = [list(range(10, 10 + n)) for n in (5, 9)]  # bucket 16, cache 16 + 12: keys 20, 24, 28
-    with caplog.at_level("INFO", logger="salon.train.decode"):
+    with caplog.at_level("INFO", logger="salon.train.engine.decode"):
         first = decoder.generate(prompts, cfg)
         graphs = decoder.compiled_graphs
         second = decoder.generate(prompts, cfg)
@@ -491,7 +491,7 @@ def test_bucket_attention_falls_back_to_the_whole_cache_where_it_does_not_apply(
                                            use_sliding_window=True, sliding_window=8, max_window_layers=1,
                                            attn_implementation="salon_grouped_decode"))
     assert "sliding_attention" in sliding.config.layer_types
-    with caplog.at_level("INFO", logger="salon.train.decode"):
+    with caplog.at_level("INFO", logger="salon.train.engine.decode"):
         assert StaticDecoder(sliding, compile=False, attention="buckets").attention == "whole"  # sliding windows
         assert StaticDecoder(trainer.model, compile=False, attention="buckets").attention == "whole"  # transformers' own
         assert StaticDecoder(engine.policy.model, compile=False, attention="buckets").attention == "buckets"
@@ -500,7 +500,7 @@ def test_bucket_attention_falls_back_to_the_whole_cache_where_it_does_not_apply(
 
 KERNEL_CHECK = """
 import torch
-from salon.train import decode_attention as da
+from salon.train.engine import decode_attention as da
 torch.manual_seed(0)
 empty = torch.empty
 def spoiled(*shape, **kw):  # the kernel's scratch starts as NaN: a slice never written must never be read
@@ -565,7 +565,7 @@ def test_the_decode_kernels_compile_for_the_h200():
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from salon.train import decode_attention as da
+    from salon.train.engine import decode_attention as da
 
     def compiled(kernel, types, constants, **options):
         signature = {**dict(zip(kernel.arg_names, types)), **{name: "constexpr" for name in constants}}
@@ -589,7 +589,7 @@ def test_the_decode_kernels_compile_for_the_h200():
 def test_generation_in_waves_gives_each_group_whole_and_the_same_tokens(trained):
     """grpo.generation_waves=2: the batch generated in two parts of whole groups, the first part handed
     to on_wave as soon as it exists; greedy, the same completions as one wave."""
-    from salon.train.generation import waves_of
+    from salon.train.engine.generation import waves_of
 
     assert waves_of(["a", "a", "b", "b", "c", "c"], 2) == [[0, 1, 2, 3], [4, 5]]
     assert waves_of(["a", "b", "a", "b"], 2) == [[0, 2], [1, 3]]  # a group is whole wherever its rows are
@@ -626,7 +626,7 @@ def test_rows_that_end_early_are_handed_over_while_the_others_decode(stopping_of
     """on_finished: the loop's checks (every SYNC_EVERY steps, 4 here) hand over the rows that ended since
     the last one, each once, by their row in the whole batch (in two waves too), with the prompt and the
     completion the batch gives it after; rows still going at the last check come only with the batch."""
-    from salon.train import decode
+    from salon.train.engine import decode
 
     trainer, engine, eos = stopping_often
     if waves > 1:

@@ -38,7 +38,7 @@ def test_absolute_kwargs_are_checked_with_the_config():
 @pytest.mark.browser
 @pytest.mark.slow
 def test_a_run_archives_mu_and_score_in_their_own_columns(tmp_path, monkeypatch):
-    from salon.train.archive import load_rollouts
+    from salon.train.record.archive import load_rollouts
 
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     out = tmp_path / "run"

@@ -21,7 +21,7 @@ from salon.judges.registry import load_judge
 from salon.judges.verdict import Reference
 from salon.judges.winrate import draw_references, judge_group
 from salon.pool.errors import ConfigError
-from salon.train.sketch_generator import PALETTES, gate_sketches, generate_sketches, palette_of
+from salon.train.start.sketches import PALETTES, gate_sketches, generate_sketches, palette_of
 
 CONFIGS = Path(__file__).resolve().parent.parent / "train" / "configs"
 
@@ -133,7 +133,7 @@ def test_references_from_a_pool_export_are_its_love_and_okay_tiers(pool, make_pn
 @pytest.fixture(scope="module")
 def start(tmp_path_factory):
     """A start policy at test size: 200 sketches, three SFT steps (plumbing, not a good painter)."""
-    from salon.train.start_policy import StartConfig, start
+    from salon.train.start.policy import StartConfig, start
 
     out = tmp_path_factory.mktemp("start") / "policy"
     report = start(out, StartConfig(sketches=200, vocab_size=512, hidden_size=64, layers=2, intermediate_size=128,
@@ -148,7 +148,7 @@ def test_the_start_is_a_qwen3_policy_with_its_report(start):
     assert AutoConfig.from_pretrained(out).model_type == "qwen3"
     tok = AutoTokenizer.from_pretrained(out)
     assert tok.eos_token == "<|im_end|>" and tok.chat_template
-    from salon.train.start_policy import prompt_rows
+    from salon.train.start.policy import prompt_rows
 
     chat = prompt_rows()[0]
     text = tok.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
@@ -188,7 +188,7 @@ def release(tmp_path_factory):
 @pytest.mark.parametrize("config", ["learn_tiny.yaml", "learn_tiny_hack.yaml"])
 def test_two_steps_of_each_config_then_eval_and_audit(config, start, release, tmp_path, capsys):
     from salon.apps.cli import main
-    from salon.train.archive import load_rollouts_dataset
+    from salon.train.record.archive import load_rollouts_dataset
 
     policy, _ = start
     out = tmp_path / "run"

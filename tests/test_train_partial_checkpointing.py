@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from salon.train.partial_checkpointing import apply_share, checkpointed, decoder_layers, keep_partial
+from salon.train.update.partial_checkpointing import apply_share, checkpointed, decoder_layers, keep_partial
 
 GRAD_TOL = 1e-6  # float32: the same forward, recomputed or kept
 

@@ -17,7 +17,7 @@ from train_support import write_synthetic_run
 PUSH_AND_FETCH = textwrap.dedent("""
     import json, sys
     from huggingface_hub import snapshot_download
-    from salon.train.archive import push_rollouts
+    from salon.train.record.archive import push_rollouts
     run_dir, repo, dest = sys.argv[1:4]
     revision = push_rollouts(run_dir, repo, message="rollouts of a synthetic run")
     local = snapshot_download(repo, repo_type="dataset", revision=revision, local_dir=dest)
@@ -38,7 +38,7 @@ def test_rollout_archive_round_trips_through_the_hub(tmp_path):
         assert len(pushed["revision"]) == 40
         assert ("dataset", "me/rollouts") in server.repos
 
-    from salon.train.archive import load_rollouts_dataset
+    from salon.train.record.archive import load_rollouts_dataset
 
     fetched = load_rollouts_dataset(pushed["local"])
     assert fetched.num_rows == 3 * 2 * 4

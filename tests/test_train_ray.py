@@ -57,7 +57,7 @@ def reply(code: str) -> str:
 
 def test_a_killed_actor_makes_its_samples_none_never_zero(tmp_path):
     from salon.train.recipe import build_judge, build_references, build_render_backend
-    from salon.train.recorder import Recorder
+    from salon.train.record.recorder import Recorder
     from salon.train.reward import RewardAdapter, submit_each
     from salon.train.scoring import Scorer
 
@@ -114,7 +114,7 @@ def test_a_killed_actor_makes_its_samples_none_never_zero(tmp_path):
 def test_salon_train_renders_on_ray(tmp_path):
     import ray
 
-    from salon.train.archive import load_rollouts
+    from salon.train.record.archive import load_rollouts
 
     out = tmp_path / "run"
     session = Path("/tmp/ray/session_latest")  # each ray.init starting a cluster links a new session here

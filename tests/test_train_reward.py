@@ -14,9 +14,9 @@ import pytest
 from salon.curate.sandbox.render import RenderConfig
 from salon.curate.sandbox.gpu import GPU_FLAG_SETS
 from salon.judges.references import load_references
-from salon.train.archive import RolloutArchive, load_rollouts
+from salon.train.record.archive import RolloutArchive, load_rollouts
 from salon.train.config import RewardSettings
-from salon.train.recorder import Recorder
+from salon.train.record.recorder import Recorder
 from salon.train.render_workers import RenderPool
 from salon.train.reward import RewardAdapter, submit_each
 from salon.train.rollout import Planner, Rollout, column_kinds

@@ -24,8 +24,8 @@ def shards(run: Path) -> list[str]:
 
 def one_run(run: Path, steps: int) -> None:
     """The archive holds `steps` steps of smoke.yaml's 4 rollouts, each once."""
-    from salon.train.archive import load_rollouts
-    from salon.train.run_folder import duplicated_keys
+    from salon.train.record.archive import load_rollouts
+    from salon.train.record.run_folder import duplicated_keys
 
     frame = load_rollouts(run, images=False)
     assert sorted(frame["step"].unique()) == list(range(steps)) and len(frame) == 4 * steps

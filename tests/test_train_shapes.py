@@ -8,7 +8,7 @@ import pytest
 
 from salon.pool.errors import ConfigError
 from salon.train.config import config_from_dict
-from salon.train.engines import generation_kwargs
+from salon.train.engine.choice import generation_kwargs
 from salon.models.names import resolve_model
 from salon.models.shapes import QWEN3_1_7B, build_random
 
@@ -70,7 +70,7 @@ def test_trainable_weights_keep_their_dtype_when_generation_casts_the_model(tmp_
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from salon.train.engines import trainable_dtypes_kept
+    from salon.train.engine.choice import trainable_dtypes_kept
 
     folder = build_random("qwen3-1.7b", tmp_path / "p", shape=SMALL_LM)
     model = get_peft_model(AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32),
@@ -90,7 +90,7 @@ def test_trainable_weights_keep_their_dtype_when_generation_casts_the_model(tmp_
 def test_continuous_batching_in_one_process_on_several_gpus_says_what_to_do(monkeypatch):
     import torch
 
-    from salon.train.engines import check_single_process_engine
+    from salon.train.engine.choice import check_single_process_engine
 
     cfg = config_from_dict({"grpo": {"generation": "continuous_batching"}})
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)

@@ -65,7 +65,7 @@ def test_parameters_change(run):
 
 
 def test_every_rollout_archived_with_its_components(run):
-    from salon.train.archive import load_rollouts_dataset
+    from salon.train.record.archive import load_rollouts_dataset
 
     ds = load_rollouts_dataset(run["out"])
     assert len(ds) == 3 * 4  # 3 steps x batch of 4 completions
@@ -97,7 +97,7 @@ def test_judge_failures_are_none_and_counted_not_zero(tmp_path):
     assert main(["train", SMOKE, "--output-dir", str(out), "--max-steps", "1",
                  "--set", "judge.name=train_support:FlakyJudge",
                  "--set", "smoke.example_files=[still_02_teacup.js]"]) == 0
-    from salon.train.archive import load_rollouts
+    from salon.train.record.archive import load_rollouts
 
     df = load_rollouts(out, images=False)
     failed = df[df["missing"].map(lambda m: "judge" in list(m))]

@@ -27,7 +27,7 @@ def png(image) -> bytes:
 @pytest.fixture(scope="module")
 def hacked_run(tmp_path_factory):
     from salon.judges import adversarial
-    from salon.train.archive import RolloutArchive
+    from salon.train.record.archive import RolloutArchive
     from salon.train.rollout import Rollout
 
     run = tmp_path_factory.mktemp("suspects") / "run"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from salon.train.generation import CompiledGeneration
+from salon.train.engine.generation import CompiledGeneration
 
 GRAD_TOL = 1e-5  # float32, relative to the largest entry: the same sums in another order and other padding
 MAX_NEW = 12
@@ -36,7 +36,7 @@ def cut_to_lengths(cut):
 def one_step(folder, out, per_group: bool):
     from transformers import TrainerCallback
 
-    from salon.train.update_per_group import install
+    from salon.train.update.update_per_group import install
     from train_support import completion_chars, tiny_grpo_trainer
 
     torch.manual_seed(0)
@@ -69,7 +69,7 @@ def one_step(folder, out, per_group: bool):
 
 def test_the_update_is_the_one_trl_makes_from_the_whole_batch(tmp_path, monkeypatch):
     from salon.models.tiny import build_lm
-    from salon.train import generation
+    from salon.train.engine import generation
 
     monkeypatch.setattr(generation, "cut_after_eos", cut_to_lengths(generation.cut_after_eos))
     folder = build_lm(tmp_path / "tiny", "qwen3")

@@ -82,7 +82,7 @@ def write_synthetic_run(run_dir, collapse: bool, steps: int = 30, groups: int = 
 
     Without it, coverage and diversity stay put, and components are independent noise.
     """
-    from salon.train.archive import RolloutArchive
+    from salon.train.record.archive import RolloutArchive
     from salon.train.rollout import Rollout
 
     rng = np.random.default_rng(seed)
@@ -221,7 +221,7 @@ def write_learn_tiny_run(run_dir, fall: bool):
 
     import yaml
 
-    from salon.train.archive import RolloutArchive
+    from salon.train.record.archive import RolloutArchive
 
     archive = RolloutArchive(run_dir / "rollouts", ["reward_gate", "reward_length", "reward_judge"])
     steps = learn_tiny_steps(fall)

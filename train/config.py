@@ -219,7 +219,7 @@ class AuditSettings:
     # absolute fall of a component's mean (gate, judge, a measure: each in [0, 1]) that raises an alarm;
     # absolute because a relative fall of a component near 0 (length, 0.06 on the tiny runs) is noise
     component_fall: float = 0.05
-    # the collapse alarm (salon.train.audit_collapse): the last fall_window steps' reward mean or gate pass
+    # the collapse alarm (salon.train.record.audit_collapse): the last fall_window steps' reward mean or gate pass
     # against their best window so far. 5 steps (80 rollouts at learn_tiny's 16 a step) and these margins:
     # on the three committed learn_tiny H200 seeds the largest fall from a best 5-step window was 0.044 in
     # reward and 0.162 in gate pass (seed 1 dipped to 69-81 % for four steps and came back; a 4-step window
@@ -245,7 +245,7 @@ class TrainConfig:
     seed: int = 0
     resume: str | None = None  # null, "latest", or a checkpoint-N folder
     # start over in an output_dir that holds a run: the old run moves to OUTPUT_DIR.old-<time>, never deleted
-    # (without it, or resume, such a folder is refused: salon.train.run_folder)
+    # (without it, or resume, such a folder is refused: salon.train.record.run_folder)
     overwrite: bool = False
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     lora: LoraSettings = field(default_factory=LoraSettings)

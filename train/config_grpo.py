@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 from salon.pool.field_checks import Range, at_least, field_problems, positive, raise_problems
-from salon.train import update_per_group
+from salon.train.update import update_per_group
 
 GENERATION_ENGINES = ("transformers", "compiled", "continuous_batching", "vllm_server", "vllm_colocate")
 GENERATION_COMPILE = ("auto", "on", "off")
@@ -49,10 +49,10 @@ class GRPOSettings:
     bf16: bool = True
     gradient_checkpointing: bool = True
     # the share of decoder layers that checkpoint (the others keep their activations: faster, more memory);
-    # salon.train.partial_checkpointing
+    # salon.train.update.partial_checkpointing
     gradient_checkpointing_layers: Annotated[float, Range(0, 1)] = 1.0
     # How completions are generated: transformers (TRL's plain generate on the peft model), compiled
-    # (salon.train.generation: a merged copy of the policy, static KV cache, CUDA graphs), continuous_batching
+    # (salon.train.engine.generation: a merged copy of the policy, static KV cache, CUDA graphs), continuous_batching
     # (transformers' paged engine, no extra package), vllm_server (a `trl vllm-serve` process on other
     # GPUs, at vllm_server_base_url), vllm_colocate (vLLM in the training process, sharing the GPU);
     # auto: compiled where the policy trains on CUDA, transformers on a CPU.
@@ -63,9 +63,9 @@ class GRPOSettings:
     # compiled: how much of the static cache a decode step's attention reads: all of it (whole), the filled
     # positions rounded up to a multiple of 256 (buckets: one compiled step per length), the filled ones (filled:
     # a Triton kernel; on an H200 faster at batch 64, slower at batch 8), or auto (filled from 64 rows a call
-    # on, whole below: salon.train.decode.FILLED_FROM_ROWS). salon.train.decode_attention says how.
+    # on, whole below: salon.train.engine.decode.FILLED_FROM_ROWS). salon.train.engine.decode_attention says how.
     generation_attention: Literal["auto", "buckets", "filled", "whole"] = "auto"
-    # compiled: q/k/v and gate/up of each layer as one matrix product each (salon.train.fused_linears); on an
+    # compiled: q/k/v and gate/up of each layer as one matrix product each (salon.train.engine.fused_linears); on an
     # H200 at 8 x 2,048 generation took 6.10-6.13 s against 6.65 unfused (the run of commit 6d35098)
     generation_fuse_linears: bool = True
     # compiled: the generation batch in this many waves of whole groups; with render.prefetch each wave's
@@ -77,10 +77,10 @@ class GRPOSettings:
     # gradient_accumulation_steps makes one generation feed several optimiser steps (TRL then corrects
     # with the old policy's log-probs). Give at most one of the two.
     # compiled: generate the whole optimiser step at its first micro-batch, then let TRL score and update one
-    # micro-batch at a time, so an update runs while later paintings render (salon.train.update_per_group)
+    # micro-batch at a time, so an update runs while later paintings render (salon.train.update.update_per_group)
     update_per_group: bool = False
     # the loss's forward with each row's padding moved to its end, attention causal with no mask (about
-    # half the masked attention's work; salon.train.causal_loss); false: TRL's masked pass as it is
+    # half the masked attention's work; salon.train.update.causal_loss); false: TRL's masked pass as it is
     causal_loss: bool = True
     generation_batch_size: Annotated[int | None, at_least(1)] = None  # completions per generation over all processes
     steps_per_generation: Annotated[int | None, at_least(1)] = None

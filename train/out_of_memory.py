@@ -19,10 +19,9 @@ import torch
 
 from salon.pool.errors import CardMemoryError
 from salon.train.checkpoints import latest_checkpoint
-from salon.train.decode import GIB
+from salon.train.engine.decode import GIB
 
-GENERATION_MODULES = ("salon.train.decode", "salon.train.decode_attention", "salon.train.generation",
-                      "transformers.generation")
+GENERATION_MODULES = ("salon.train.engine.", "transformers.generation")  # salon's engine, or generate's
 UPDATE_FUNCTIONS = ("compute_loss", "_compute_loss", "backward")
 
 

@@ -33,10 +33,10 @@ from pathlib import Path
 
 from salon.train.checkpoints import checkpoint_step, resume_checkpoint
 from salon.train.config import TrainConfig, load_config
-from salon.train.engines import (check_single_process_engine, generation_engine, generation_kwargs,
+from salon.train.engine.choice import (check_single_process_engine, generation_engine, generation_kwargs,
                                  resolve_generation, trainable_dtypes_kept)
-from salon.train.partial_checkpointing import keep_partial
-from salon.train.run_folder import move_earlier_run_aside, refuse_second_run
+from salon.train.update.partial_checkpointing import keep_partial
+from salon.train.record.run_folder import move_earlier_run_aside, refuse_second_run
 
 log = logging.getLogger(__name__)
 
@@ -195,7 +195,7 @@ def salon_callback(cfg: TrainConfig, provenance: dict):
     import yaml
     from transformers import TrainerCallback
 
-    from salon.train.run_card import write_run_card
+    from salon.train.record.run_card import write_run_card
 
     text = yaml.safe_dump(cfg.to_dict(), sort_keys=False)
 
@@ -233,16 +233,16 @@ def train(cfg: TrainConfig) -> dict:
 
     from salon.pool.card import salon_version
     from salon.pool.errors import ConfigError
-    from salon.train.archive import RolloutArchive, push_rollouts
-    from salon.train.causal_loss import install as install_causal_loss
+    from salon.train.record.archive import RolloutArchive, push_rollouts
+    from salon.train.update.causal_loss import install as install_causal_loss
     from salon.train.out_of_memory import out_of_memory_explained
     from salon.train.progress import close_progress, compact_output, quiet_library_warnings
-    from salon.train.recorder import Recorder
+    from salon.train.record.recorder import Recorder
     from salon.train.reward import RewardAdapter, prefetching, prefetching_generated, submit_each
     from salon.train.rollout import Planner
-    from salon.train.run_card import write_run_card
+    from salon.train.record.run_card import write_run_card
     from salon.train.smoke import ExampleSketches
-    from salon.train.update_per_group import install as install_update_per_group
+    from salon.train.update.update_per_group import install as install_update_per_group
     from salon.models.names import resolve_model
 
     out = Path(cfg.output_dir)

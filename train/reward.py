@@ -22,7 +22,7 @@ One sample through a call (`__call__` reads in this order):
    their own calls find them scored: the card judges while it would wait. Gate failure gets the
    configured penalty; an infrastructure failure (render unavailable, an undecodable PNG, a
    weighted scorer without an answer) makes the sample None, never 0;
-4. record (salon.train.recorder.Recorder): a typed `Rollout` per sample goes to the archive, with
+4. record (salon.train.record.recorder.Recorder): a typed `Rollout` per sample goes to the archive, with
    every component in its own `reward_*` column, and the statistics go to TRL's `log_metric`.
 
 TRL counts a None as 0 when another reward function answered, so this adapter is the only reward
@@ -44,7 +44,7 @@ from typing import Callable, Protocol, Sequence
 
 from salon.curate.sandbox import gate
 from salon.curate.sandbox.render import RenderResult
-from salon.train.recorder import Recorder
+from salon.train.record.recorder import Recorder
 from salon.train.rollout import Planner, Rollout, Sample, completion_text
 from salon.train.scoring import Scored, Scorer, prepare
 

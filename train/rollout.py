@@ -5,7 +5,7 @@
     rollout.columns()          # the archive row: every field, each reward component as reward_<name>
     column_kinds()             # {column: "string" | "int64" | "float64" | "bool" | "image" | "list"}
 
-`Rollout` is the archive's schema: `salon.train.archive` derives its columns from these fields
+`Rollout` is the archive's schema: `salon.train.record.archive` derives its columns from these fields
 (their types give the column types), so a field added here is a column there. `Sample` is the
 plan for one completion before anything is rendered: its group (the completions of one dataset
 row), its position in the group, the code to render and the render seed.
@@ -72,7 +72,7 @@ class Planner:
 
 @dataclass(kw_only=True)
 class Rollout:
-    """One archived rollout (see salon.train.archive for what each column means)."""
+    """One archived rollout (see salon.train.record.archive for what each column means)."""
 
     run: str
     step: int

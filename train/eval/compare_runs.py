@@ -39,7 +39,7 @@ def _f(v):
 
 
 def run_summary(run_dir: str | Path) -> dict:
-    from salon.train.archive import load_rollouts
+    from salon.train.record.archive import load_rollouts
 
     df = load_rollouts(run_dir, images=False)
     steps = per_step(df)

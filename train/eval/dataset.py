@@ -6,7 +6,7 @@
     load_eval_dataset("RUN_DIR")               # a datasets.Dataset; image decodes to PIL
     EvalDataset("RUN_DIR").frame()             # pandas, for the report (image as PNG bytes)
 
-One row per sample: the rollout archive's columns (salon.train.archive: step, checkpoint,
+One row per sample: the rollout archive's columns (salon.train.record.archive: step, checkpoint,
 subject, prompt, completion, code, seed, image, gate_passed, violations, paint_fraction,
 coverage, every `reward_*` component and `reward`, the proxy's total; `position` is the sample's
 index within its prompt, `group` the prompt), plus `sample_id` (opaque: sha256 of step, prompt
@@ -25,8 +25,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from salon.train.archive import features as archive_features
-from salon.train.archive import read_shards, shard_metadata, write_dataset_card, write_shard
+from salon.train.record.archive import features as archive_features
+from salon.train.record.archive import read_shards, shard_metadata, write_dataset_card, write_shard
 
 
 def sample_id(step: int, prompt: str, seed: int) -> str:

@@ -184,7 +184,7 @@ def evaluate(config: EvalConfig, progress: bool = True) -> dict:
     from salon.train.eval.plots import plot_all
     from salon.train.eval.report import build_report
     from salon.train.eval.reviews import Reviews
-    from salon.train.run_folder import check_archive
+    from salon.train.record.run_folder import check_archive
 
     run = Path(config.run_dir)
     check_archive(run)  # a folder two runs were trained into: its checkpoints are the second run's

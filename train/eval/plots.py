@@ -95,7 +95,7 @@ def plot_grid(frame, report: dict, path: Path, columns: int) -> Path:
     then the second, ... up to `columns`."""
     from PIL import Image
 
-    from salon.train.image_grid import image_grid
+    from salon.train.record.image_grid import image_grid
 
     keys = frame.sort_values(["position", "group"], kind="stable")[["prompt", "seed", "subject"]]
     keys = keys.drop_duplicates(["prompt", "seed"]).head(columns)

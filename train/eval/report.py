@@ -19,7 +19,7 @@ Per checkpoint (`checkpoints`, one entry per evaluated step, 0 = the base policy
     human_win_rate      the share of blind comparisons this checkpoint won (ties count half), with
                         a Wilson 95 % interval (`human_low`, `human_high`) and `human_comparisons`
 
-The statistics are salon.train.audit's `batch_stats`, the same numbers `salon audit` prints for
+The statistics are salon.train.record.audit's `batch_stats`, the same numbers `salon audit` prints for
 training steps. Alarms: at checkpoint S, for each measure, against every earlier checkpoint P
 where the proxy was lower by more than `proxy_rise`: an oracle fell by more than `oracle_drop`
 (relative), coverage, colourfulness or within-prompt diversity by more than `craft_drop`
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 
-from salon.train.audit import batch_stats, by_step_of, components_of, mean_present
+from salon.train.record.audit import batch_stats, by_step_of, components_of, mean_present
 
 Z95 = 1.959964
 # (key, +1 higher is better / -1 lower is better, the config field holding its tolerance)

@@ -51,7 +51,7 @@ def rollout_id(row: dict) -> str:
 def flags_of(row: dict, image, settings: SuspectSettings) -> list[str]:
     """The per-painting flags (all but near_duplicate, which needs the step's other paintings)."""
     from salon.judges.image_judges import composition, hard_edge_share
-    from salon.train.audit import is_blank
+    from salon.train.record.audit import is_blank
 
     c = composition(image)
     found = []
@@ -97,8 +97,8 @@ def find_suspects(run_dir: str | Path, k: int, settings: SuspectSettings | None 
     with `out`, their PNGs, a grid and suspects.json there."""
     from PIL import Image
 
-    from salon.train.archive import load_rollouts
-    from salon.train.audit import records_of
+    from salon.train.record.archive import load_rollouts
+    from salon.train.record.audit import records_of
 
     settings = settings or SuspectSettings()
     df = load_rollouts(run_dir) if frame is None else frame
@@ -130,7 +130,7 @@ def find_suspects(run_dir: str | Path, k: int, settings: SuspectSettings | None 
 def write_suspects(folder: Path, suspects: list[dict], pngs: dict[str, bytes], result: dict) -> dict:
     from PIL import Image
 
-    from salon.train.image_grid import image_grid
+    from salon.train.record.image_grid import image_grid
 
     images = folder / "suspects"
     images.mkdir(parents=True, exist_ok=True)

@@ -43,10 +43,16 @@ def register() -> None:
     AttentionInterface.register(CAUSAL, _causal_sdpa)
 
 
+def full_attention_only(model) -> bool:
+    """Every layer full attention (no sliding windows), and a model whose forward takes prepared masks
+    by layer kind (transformers' `layer_types`)."""
+    cfg = model.config.get_text_config(decoder=True)
+    kinds = set(getattr(cfg, "layer_types", None) or ["full_attention"])
+    return kinds == {"full_attention"} and getattr(model.config, "layer_types", None) is not None
+
+
 def applies(models: list) -> bool:
     """Every layer of every model (`pretrained(...)`) is full causal attention through SDPA."""
-    from salon.train.decode_attention import full_attention_only
-
     return bool(models) and all(full_attention_only(m) and m.config._attn_implementation == "sdpa" for m in models)
 
 

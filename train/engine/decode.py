@@ -48,9 +48,9 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from salon.pool.errors import ConfigError
-from salon.train.decode_attention import (ATTENTION, KEY_CHUNK, DecodeSpan, bucket_keys, buckets_applies,
+from salon.train.engine.decode_attention import (ATTENTION, KEY_CHUNK, DecodeSpan, bucket_keys, buckets_applies,
                                           filled_applies, filled_decode_attention, isolates_recompiles)
-from salon.train.decode_sampling import choose, eos_ids, loop_warpers
+from salon.train.engine.decode_sampling import choose, eos_ids, loop_warpers
 
 # grpo.generation_attention: the filled positions rounded up to a chunk, exactly the filled ones, or all of them
 ATTENTIONS = ("auto", "buckets", "filled", "whole")

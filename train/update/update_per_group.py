@@ -3,7 +3,7 @@
 TRL scores the whole generation batch before its first backward pass: at 64 completions the card
 waits for paintings through the reward, then the CPUs wait through the update. With
 `update_per_group: true` TRL's generation batch is one micro-batch (steps_per_generation 1) and the
-compiled engine (salon.train.generation) generates every micro-batch of the optimiser step at the
+compiled engine (salon.train.engine.generation) generates every micro-batch of the optimiser step at the
 first one (the Trainer has fetched them all for gradient accumulation before it starts), every
 painting starts rendering then, and TRL gets each micro-batch's completions in turn: it scores one
 micro-batch and updates on it while the next one's paintings render.

@@ -54,6 +54,8 @@ from dataclasses import dataclass
 
 import torch
 
+from salon.train.update.causal_loss import full_attention_only  # the update's loss asks it too
+
 try:
     import triton
     import triton.language as tl
@@ -275,14 +277,6 @@ def bucket_keys(filled: int, length: int, chunk: int = KEY_CHUNK) -> int:
     """The positions a decode step attends under "buckets": `filled` rounded up to a multiple of
     `chunk`, at most the cache's `length`."""
     return min(-(-filled // chunk) * chunk, length)
-
-
-def full_attention_only(model) -> bool:
-    """Every layer full attention (no sliding windows), and a model whose forward takes prepared masks
-    by layer kind (transformers' `layer_types`)."""
-    cfg = model.config.get_text_config(decoder=True)
-    kinds = set(getattr(cfg, "layer_types", None) or ["full_attention"])
-    return kinds == {"full_attention"} and getattr(model.config, "layer_types", None) is not None
 
 
 def filled_applies(model) -> bool:

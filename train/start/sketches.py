@@ -1,7 +1,7 @@
 """Procedural p5.brush sketches: thousands of valid, varied paintings written from the system
 prompt's allowed calls, to give a policy made from nothing its first lessons.
 
-    python -m salon.train.sketch_generator --n 4 --seed 7          # print four replies
+    python -m salon.train.start.sketches --n 4 --seed 7          # print four replies
     sketches = generate_sketches(3000, seed=0)                      # [GeneratedSketch(code, reply, recipe)]
     checked = gate_sketches(sketches)                               # the real static gate, every one
 
@@ -22,7 +22,7 @@ Coordinates and radii are multiples of 10 and opacities of 20, so a small tokeni
 as a few tokens each. No shape is wider than about 300 px: p5.brush's watercolour fill costs
 about its outline's length (on 2 busy cores a 100 px circle took 6 s, a 200 px one 12 s, ten
 50 px ones 3 s), and a reward loop renders every sample. The generator never renders: `gate_sketches` runs the real static gate
-(salon.curate.sandbox.gate) on every sketch; `salon.train.start` renders a sample of them too.
+(salon.curate.sandbox.gate) on every sketch; `salon.train.start.policy` renders a sample of them too.
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ def gate_sketches(sketches: list[GeneratedSketch]) -> dict[str, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m salon.train.sketch_generator", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m salon.train.start.sketches", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=1, help="how many sketches (default 1)")
     p.add_argument("--seed", type=int, default=0)

@@ -38,7 +38,7 @@ bound (shared/reference/generation-speed.md). This engine owns that path instead
    With `grpo.generation_waves` N the batch is generated in N waves of whole groups, and `on_wave`
    (the recipe's `reward.prefetching_generated`) starts rendering each wave but the last at once.
    With `grpo.update_per_group` the first call of an optimiser step generates every micro-batch the
-   Trainer fetched for it (`ahead`, salon.train.update_per_group) in one batch, `on_step` starts
+   Trainer fetched for it (`ahead`, salon.train.update.update_per_group) in one batch, `on_step` starts
    rendering them all, and each later call hands TRL its micro-batch's completions. A row that ends
    (EOS) while others decode goes to `on_finished` (the recipe's `reward.prefetching_generated`) at the
    loop's next check, so its painting renders during the rest of the decode.
@@ -87,8 +87,8 @@ from transformers import AutoModelForCausalLM
 
 from salon.pool.errors import ConfigError
 from salon.train.config_grpo import GENERATION_COMPILE
-from salon.train.decode import ATTENTION, GIB, StaticDecoder, check_fits
-from salon.train.fused_linears import fuse_sibling_linears
+from salon.train.engine.decode import ATTENTION, GIB, StaticDecoder, check_fits
+from salon.train.engine.fused_linears import fuse_sibling_linears
 from salon.train.rollout import prompt_key
 
 log = logging.getLogger(__name__)
@@ -164,12 +164,12 @@ class CompiledGeneration:
         self.attention, self.fuse_linears, self.waves = attention, fuse_linears, waves
         # called with (prompts, completion ids) of each wave but the last, as soon as it is generated
         self.on_wave = None
-        # grpo.update_per_group (salon.train.update_per_group): the step's micro-batches of prompts, set as
+        # grpo.update_per_group (salon.train.update.update_per_group): the step's micro-batches of prompts, set as
         # the Trainer fetches them; the first call generates them all, and `on_step` gets every completion
         self.ahead: list[list] | None = None
         self.on_step = None
         # called with (prompts, completion ids, their rows in the generation batch) of the rows that ended
-        # (EOS) while others still decode, as the decode loop finds them (salon.train.decode.SYNC_EVERY)
+        # (EOS) while others still decode, as the decode loop finds them (salon.train.engine.decode.SYNC_EVERY)
         self.on_finished = None
         self.step_tokens: int | None = None  # TRL's loss tokens in the whole step (update_per_group)
         self._made: deque = deque()  # (prompts, output) of the step's micro-batches not yet asked for
@@ -214,7 +214,7 @@ class CompiledGeneration:
 
     def _generate_step(self, trainer) -> None:
         """Every micro-batch of the optimiser step in one batch; then each waits for TRL to ask."""
-        from salon.train.update_per_group import loss_tokens
+        from salon.train.update.update_per_group import loss_tokens
 
         batches, self.ahead = self.ahead, None
         everything = [p for batch in batches for p in batch]

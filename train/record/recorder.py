@@ -3,11 +3,11 @@
     recorder = Recorder(components, archive=RolloutArchive(...), audit=AuditSettings(), audit_dir=out / "audit")
     recorder.record(rollouts, step, log_metric, timing={"render_wait_s": ..., "judge_s": ...})
 
-Every rollout goes to the archive (salon.train.archive) as written, and the same rows feed the
-audit statistics (salon.train.audit): means and stds of every component, coverage, blank share,
+Every rollout goes to the archive (salon.train.record.archive) as written, and the same rows feed the
+audit statistics (salon.train.record.audit): means and stds of every component, coverage, blank share,
 diversity, the none count, correlation and saturation over the recent window, and the collapse
 alarms over the per-step history. They reach trackio through TRL's `log_metric` as `salon/...`.
-A fall of the reward's mean or gate pass from its best window (salon.train.audit_collapse) logs one
+A fall of the reward's mean or gate pass from its best window (salon.train.record.audit_collapse) logs one
 warning per fall, naming the checkpoint before it, `salon/fall_from_best/<measure>` at every step, and
 `salon/alarm/<name>` = 1 at every step while the fall holds.
 """
@@ -19,8 +19,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from salon.train import audit
-from salon.train.audit_collapse import FallWatch
+from salon.train.record import audit
+from salon.train.record.audit_collapse import FallWatch
 from salon.train.config import AuditSettings
 from salon.train.rollout import Rollout
 

@@ -16,7 +16,7 @@ variance gives no signal), the bottom / median / top reward and the count under 
 `frac_reward_zero_std`. An alarm fires when coverage falls, diversity collapses or any logged
 component (gate pass, the judge, an image measure) falls while the reward rises (the last window
 of steps against the one before), and when the reward's mean or gate pass falls from its best window
-(salon.train.audit_collapse: it names the checkpoint before the fall and what failed most).
+(salon.train.record.audit_collapse: it names the checkpoint before the fall and what failed most).
 """
 
 from __future__ import annotations
@@ -29,10 +29,8 @@ import numpy as np
 
 from salon.pool.paint import BLANK_FRACTION
 from salon.train.config import AuditSettings
+from salon.train.record.audit_collapse import NOISE_SE, falls_from_best
 
-# a component's fall raises an alarm past this many standard errors of the two windows' difference:
-# with 16 rollouts a step, gate pass alone moves by 6 % from one painting
-NOISE_SE = 2.0
 MIN_SAMPLES = 8  # fewer rollouts than this say nothing about correlation or saturation
 
 
@@ -179,7 +177,7 @@ def reward_caption(row: dict) -> str:
 
 def save_grid(images: list, rows: list[dict], path: Path, thumb: int = 128) -> Path:
     """Rollout thumbnails, one line per group, captioned with reward (or the gate's first violation)."""
-    from salon.train.image_grid import image_grid
+    from salon.train.record.image_grid import image_grid
 
     groups: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
@@ -224,8 +222,8 @@ def audit_run(run_dir: str | Path, settings: AuditSettings | None = None, figure
               frame=None) -> dict:
     """Per-step statistics, window checks and alarms from a run's archive (`frame`: the archive
     already loaded with its images); figures into `figures`."""
-    from salon.train.archive import load_rollouts, rollouts_folder
-    from salon.train.audit_collapse import falls_from_best
+    from salon.train.record.archive import load_rollouts
+    from salon.train.record.run_folder import rollouts_folder
 
     settings = settings or AuditSettings()
     df = load_rollouts(run_dir) if frame is None else frame

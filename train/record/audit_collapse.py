@@ -8,7 +8,7 @@
 
 Why: a learn_tiny run (issue 58, start seed 7) peaked at steps 13-16 (group mean 0.452, gate pass
 0.97), then fell to 0.33 over its last eight steps as runtime errors came back, and no alarm rang:
-the other alarms (salon.train.audit.alarms) compare the last window with the one before, and ring
+the other alarms (salon.train.record.audit.alarms) compare the last window with the one before, and ring
 only while the reward rises. This one compares the mean of the last `audit.fall_window` steps with
 the best mean of as many consecutive steps so far, for the reward (over the rollouts that have one:
 a missing reward is an infrastructure failure, not a bad painting) and for gate pass (over the
@@ -20,7 +20,7 @@ after the window has come back to within half the margin of its best.
 Each alarm names the newest checkpoint-N saved at or before the best window's last step (the
 policy that wrote the best rollouts, or the closest one before it) and what failed most in the
 fallen window: each violation code's count of rollouts and the js error most rollouts threw. Live
-(salon.train.recorder) and after the fact (`salon audit`) the same steps give the same alarms.
+(salon.train.record.recorder) and after the fact (`salon audit`) the same steps give the same alarms.
 """
 
 from __future__ import annotations
@@ -31,8 +31,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from salon.train.audit import NOISE_SE
 from salon.train.config import AuditSettings
+
+# a fall raises an alarm past this many standard errors of the two windows' difference (here and in
+# salon.train.record.audit's alarms): with 16 rollouts a step, gate pass alone moves by 6 % from one painting
+NOISE_SE = 2.0
 
 CHECKPOINT = re.compile(r"checkpoint-(\d+)")  # the folders TRL's Trainer saves (transformers' _re_checkpoint)
 KEPT = ("step", "reward", "gate_passed", "render_unavailable", "violations", "js_errors")  # what a fallen window says

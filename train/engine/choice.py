@@ -23,10 +23,10 @@ def resolve_generation(cfg: TrainConfig) -> None:
 
 
 def generation_engine(cfg: TrainConfig):
-    """TRL's rollout_func for grpo.generation=compiled (salon.train.generation); None for TRL's own engines."""
+    """TRL's rollout_func for grpo.generation=compiled (salon.train.engine.generation); None for TRL's own engines."""
     if cfg.grpo.generation != "compiled":
         return None
-    from salon.train.generation import CompiledGeneration
+    from salon.train.engine.generation import CompiledGeneration
 
     return CompiledGeneration(compile=cfg.grpo.generation_compile, prompt_bucket=cfg.grpo.generation_prompt_bucket,
                               attention=cfg.grpo.generation_attention, fuse_linears=cfg.grpo.generation_fuse_linears,

@@ -5,12 +5,13 @@ commands that read its rollout archive refuse one that holds two.
     move_earlier_run_aside(cfg)      # with overwrite: OUTPUT_DIR -> OUTPUT_DIR.old-<time>; returns it or None
     refuse_mixed_archive(frame, run) # RunError naming the (step, group, position, process) keys
     check_archive(run)               # the same, for a command that reads no rollouts (salon eval)
+    rollouts_folder(run)             # OUTPUT_DIR/rollouts: where the archive is (salon.train.record.archive)
 
 Why: training a second time into the same --output-dir used to start again at step 0, overwrite
 the checkpoints and append a second copy of every rollout, so that `salon audit` counted every
 rollout twice and `salon compare` plotted twice the bottom. Nothing is ever deleted here: an
 overwritten run moves aside, and a resume moves the rollouts of the steps it redoes to
-rollouts/superseded/ (salon.train.archive).
+rollouts/superseded/ (salon.train.record.archive).
 """
 
 from __future__ import annotations
@@ -26,6 +27,12 @@ log = logging.getLogger(__name__)
 # one completion of a run: its step, its group (a dataset row's completions in that step), its place
 # in the group, and the process that wrote it (a group's completions may be split between processes)
 ROLLOUT_KEY = ["step", "group", "position", "process"]
+
+
+def rollouts_folder(run_dir: str | Path) -> Path:
+    """The run's rollout archive (OUTPUT_DIR/rollouts), or `run_dir` itself where it is one."""
+    run_dir = Path(run_dir)
+    return run_dir if (run_dir / "data").is_dir() and not (run_dir / "rollouts").is_dir() else run_dir / "rollouts"
 
 
 def earlier_run(out: Path) -> str | None:
@@ -71,7 +78,7 @@ def duplicated_keys(frame) -> list[tuple]:
 
 
 def refuse_mixed_archive(frame, run_dir: str | Path) -> None:
-    """RunError when an archive (a DataFrame of salon.train.archive) holds one rollout twice: two runs
+    """RunError when an archive (a DataFrame of salon.train.record.archive) holds one rollout twice: two runs
     were written into one folder, and every count and mean over it would be wrong."""
     twice = duplicated_keys(frame)
     if not twice:
@@ -89,8 +96,6 @@ def check_archive(run_dir: str | Path) -> None:
     and a folder without an archive passes."""
     import pandas as pd
     import pyarrow.parquet as pq
-
-    from salon.train.archive import rollouts_folder
 
     shards = sorted((rollouts_folder(run_dir) / "data").glob("step-*.parquet"))
     if shards:

@@ -1,11 +1,11 @@
 """A policy made from nothing: a small tokenizer, a few-million-parameter Qwen3, and a short
 supervised start on procedural sketches through TRL's SFTTrainer.
 
-    python -m salon.train.start_policy runs/tiny-start                 # ~0.7M parameters, seed 0
-    python -m salon.train.start_policy runs/tiny-start-s1 --seed 1 --sketches 4000 --max-steps 400
+    python -m salon.train.start.policy runs/tiny-start                 # ~0.7M parameters, seed 0
+    python -m salon.train.start.policy runs/tiny-start-s1 --seed 1 --sketches 4000 --max-steps 400
     salon train train/configs/learn_tiny.yaml                          # policy.model: runs/tiny-start
 
-1. sketches: `--sketches` procedural p5.brush sketches (salon.train.sketch_generator), each through
+1. sketches: `--sketches` procedural p5.brush sketches (salon.train.start.sketches), each through
    the real static gate (any that fails is dropped and counted: there should be none);
 2. tokenizer: a byte-level BPE trained on the user prompts and the sketches, merging only inside
    the pieces of PIECES (a colour, a number, the code between two of them), so a reply is about 150
@@ -127,7 +127,7 @@ def start(out: str | Path, cfg: StartConfig, progress: bool = True) -> dict:
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
-    from salon.train.sketch_generator import gate_sketches, generate_sketches
+    from salon.train.start.sketches import gate_sketches, generate_sketches
 
     out = Path(out)
     t0 = time.perf_counter()
@@ -178,7 +178,7 @@ def check_policy(folder: str | Path, n: int, render: int, seed: int = 0) -> dict
 
     from salon.curate.extract import extract_code
     from salon.curate.sandbox.gate import static_violations
-    from salon.train.sketch_generator import palette_of
+    from salon.train.start.sketches import palette_of
 
     tok = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder, use_kernels=False).eval()
@@ -212,7 +212,7 @@ def check_policy(folder: str | Path, n: int, render: int, seed: int = 0) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m salon.train.start_policy", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m salon.train.start.policy", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out", metavar="OUT", help="the model folder to write (policy.model of a config)")
     for name, default in asdict(StartConfig()).items():

@@ -61,7 +61,7 @@ def run_card(out: Path, provenance: dict) -> str:
         "## What is here, and how to evaluate it", "",
         "- `salon_train.yaml`: the whole config (every checkpoint holds a copy)",
         "- `rollouts/`: every rollout with each reward component "
-        "(`salon.train.archive.load_rollouts_dataset(RUN)`)",
+        "(`salon.train.record.archive.load_rollouts_dataset(RUN)`)",
         "- `references/`: the references the reward used (ids, tiers; local ones copied in)",
         "- `audit/`: `salon audit RUN [--suspects K]` (coverage, diversity, alarms, one grid per step in `audit/grids/`)",
         "", "```bash",

@@ -31,6 +31,7 @@ import shutil
 import uuid
 from pathlib import Path
 
+from salon.train.record.run_folder import refuse_mixed_archive, rollouts_folder
 from salon.train.rollout import Rollout, column_kinds
 
 
@@ -140,11 +141,6 @@ def write_card(folder: Path, provenance: dict, reward_columns: list[str]) -> Non
     (folder / "provenance.json").write_text(json.dumps(provenance, indent=2, default=str))
 
 
-def rollouts_folder(run_dir: str | Path) -> Path:
-    run_dir = Path(run_dir)
-    return run_dir if (run_dir / "data").is_dir() and not (run_dir / "rollouts").is_dir() else run_dir / "rollouts"
-
-
 def load_rollouts(run_dir: str | Path, images: bool = True):
     """All archived rollouts of a run (superseded shards excluded) as a pandas DataFrame.
 
@@ -152,7 +148,6 @@ def load_rollouts(run_dir: str | Path, images: bool = True):
     with no archive, or an archive holding one rollout twice (two runs in one folder), is a RunError.
     """
     from salon.pool.errors import RunError
-    from salon.train.run_folder import refuse_mixed_archive
 
     shards = sorted((rollouts_folder(run_dir) / "data").glob("step-*.parquet"))
     if not shards:
