@@ -38,8 +38,10 @@ with grpo.generation_attention=ATTENTION, e.g. compiled_buckets) runs `--steps` 
 process, so peak memory and compile state are its own. So does each `--variant NAME KEY=VALUE ...`,
 after the engines, in the order given: a run named NAME (in the JSON, the printout and every file)
 whose overrides are its pairs alone, applied last (after --set and the CPU's settings, so a variant
-can change them); its name sets no engine. `--engines ""` runs only the variants. Every file asked for
-is written again after each run, so a call killed at its time limit keeps the runs it finished.
+can change them); its name sets no engine. `--engines ""` runs only the variants. Each run's rows are
+labelled NAME@render.gpu=VALUE by the value it ran with, every override applied (a variant's own
+render.gpu=off is off whatever --gpu-render or --render-paths say, and such a variant runs once). Every
+file asked for is written again after each run, so a call killed at its time limit keeps the runs it finished.
 Per engine or variant, the JSON holds steady-state means (the first step, which loads and compiles,
 left out) of:
   step_s          one optimiser step, first micro-step to after the optimizer's update
@@ -172,7 +174,39 @@ def run_dir(args, engine: str, gpu_render: str) -> Path:
     return Path(args.out) / f"{engine}-{gpu_render}"
 
 
-def run_engine(args, engine: str, variant: list[str] | None, refs: Path, gpu_render: str) -> dict:
+def run_overrides(args, engine: str, variant: list[str] | None, gpu_render: str,
+                  models: tuple[str, ...] = ()) -> list[str]:
+    """One run's salon train overrides in the order load_config applies them (a key's last value wins): the
+    bench's, an engine's settings, --set, the CPU's, then a variant's pairs (`variant`; None for an engine)."""
+    steps_run = args.steps + (1 if args.profile else 0)  # the profiled step comes last and is left out of the means
+    engine_part = engine_overrides(engine) if variant is None else []  # a variant's name sets nothing
+    overrides = [f"output_dir={run_dir(args, engine, gpu_render)}", *models,
+                 f"judge.references={Path(args.out) / 'refs'}", "smoke.examples=1.0", f"grpo.max_steps={steps_run}",
+                 f"grpo.save_steps={steps_run}", "grpo.warmup_steps=0", "grpo.report_to=[]", "grpo.logging_steps=1",
+                 f"grpo.max_completion_length={args.tokens}", *engine_part,
+                 f"grpo.num_generations={NUM_GENERATIONS}", f"grpo.per_device_train_batch_size={NUM_GENERATIONS}",
+                 f"grpo.gradient_accumulation_steps={args.prompts_per_step}",
+                 f"render.workers={args.workers}", f"render.browsers={args.browsers}", f"render.gpu={gpu_render}",
+                 "data.repeat=64", "audit.grid_every=0", *args.set]
+    if args.cpu:
+        # render.gl='': a recipe's GPU flag set (lora_h200_64.yaml's) has no meaning with render.gpu=off
+        overrides += ["grpo.use_cpu=true", "grpo.bf16=false", "grpo.gradient_checkpointing=false", "render.gl=''",
+                      "lora.r=4", "lora.alpha=8"]
+    return overrides + (variant or [])  # last, so a variant can change what --set and the CPU's settings say
+
+
+def ran_with(overrides: list[str], key: str) -> str:
+    """The value `key` took under these overrides: the last that sets it (as load_config reads them)."""
+    return [v for k, _, v in (pair.partition("=") for pair in overrides) if k == key][-1]
+
+
+def run_label(args, name: str, variant: list[str] | None, gpu_render: str) -> str:
+    """A run's name in the printout and the files, by what it ran with: NAME@render.gpu=VALUE, the value its
+    overrides left (a variant's own render.gpu=off beats --gpu-render auto)."""
+    return f"{name}@render.gpu={ran_with(run_overrides(args, name, variant, gpu_render), 'render.gpu')}"
+
+
+def run_engine(args, engine: str, variant: list[str] | None, gpu_render: str) -> dict:
     """One engine's run in this process, or a variant's (`variant`: its overrides; None for an engine):
     {"steps": [per-step rows], "peak_memory_gib": x}."""
     import torch
@@ -186,21 +220,8 @@ def run_engine(args, engine: str, variant: list[str] | None, refs: Path, gpu_ren
     # built once into the bench's folder and shared by every run (a random 7B judge is 15 GB on disk)
     policy = resolve_model(args.policy, Path(args.out) / "models")
     judge = resolve_model(args.judge, Path(args.out) / "models")
-    steps_run = args.steps + (1 if args.profile else 0)  # the profiled step comes last and is left out of the means
-    engine_part = engine_overrides(engine) if variant is None else []  # a variant's name sets nothing
-    overrides = [f"output_dir={run_dir(args, engine, gpu_render)}", f"policy.model={policy}", f"judge.model={judge}",
-                 f"judge.references={refs}", "smoke.examples=1.0", f"grpo.max_steps={steps_run}",
-                 f"grpo.save_steps={steps_run}", "grpo.warmup_steps=0", "grpo.report_to=[]", "grpo.logging_steps=1",
-                 f"grpo.max_completion_length={args.tokens}", *engine_part,
-                 f"grpo.num_generations={NUM_GENERATIONS}", f"grpo.per_device_train_batch_size={NUM_GENERATIONS}",
-                 f"grpo.gradient_accumulation_steps={args.prompts_per_step}",
-                 f"render.workers={args.workers}", f"render.browsers={args.browsers}", f"render.gpu={gpu_render}",
-                 "data.repeat=64", "audit.grid_every=0", *args.set]
-    if args.cpu:
-        # render.gl='': a recipe's GPU flag set (lora_h200_64.yaml's) has no meaning with render.gpu=off
-        overrides += ["grpo.use_cpu=true", "grpo.bf16=false", "grpo.gradient_checkpointing=false", "render.gl=''",
-                      "lora.r=4", "lora.alpha=8"]
-    overrides += variant or []  # last, so a variant can change what --set and the CPU's settings say
+    steps_run = args.steps + (1 if args.profile else 0)
+    overrides = run_overrides(args, engine, variant, gpu_render, (f"policy.model={policy}", f"judge.model={judge}"))
     profiled = None
     if args.profile:
         from step_profile import ProfiledStep, StepRanges
@@ -243,7 +264,7 @@ def run_engine(args, engine: str, variant: list[str] | None, refs: Path, gpu_ren
     # wait against the later ones', printed beside the step
     waits = {str(step + 1): timings.reward_values(step, "render_wait_s") for step in sorted(timings.step)}
     return {"steps": steps, "peak_memory_gib": memory, "render_gl": sorted(map(str, gl)), "render_waits": waits,
-            "profile": profiled.result if profiled else None}
+            "profile": profiled.result if profiled else None, "render_gpu": config.render.gpu}
 
 
 def steady_mean(part: dict) -> dict:
@@ -357,8 +378,7 @@ def main(argv: list[str] | None = None) -> int:
 
     refs = Path(args.out) / "refs"
     if args.one:
-        Path(args.part).write_text(json.dumps(run_engine(args, args.one, variants.get(args.one), refs,
-                                                         args.one_render)))
+        Path(args.part).write_text(json.dumps(run_engine(args, args.one, variants.get(args.one), args.one_render)))
         return 0
 
     import torch
@@ -376,37 +396,43 @@ def main(argv: list[str] | None = None) -> int:
         earlier = written["engines"]
     render_references(refs, args.gpu_render)
     paths = args.render_paths.split(",") if args.render_paths else [args.gpu_render]
-    finished = Finished()
+    finished, failed = Finished(), []
     for engine in [*engines, *variants]:
         for gpu_render in paths:
-            label = f"{engine}@render.gpu={gpu_render}"
+            label = run_label(args, engine, variants.get(engine), gpu_render)  # by what it runs with
+            ran = label.partition("@render.gpu=")[2]
+            if ran in finished.by_path.get(engine, {}) or label in failed:
+                print(f"{label}: its overrides set render.gpu, whatever --render-paths says: run once", flush=True)
+                continue
             part = Path(args.out) / f"{engine}-{gpu_render}.json"
             cmd = [sys.executable, __file__, *(argv if argv is not None else sys.argv[1:]), "--one", engine,
                    "--one-render", gpu_render, "--part", str(part), "--out", args.out]
             t0 = time.perf_counter()
             if subprocess.run(cmd).returncode != 0:
                 print(f"{label}: the run failed (its output is above)", flush=True)
+                failed.append(label)
                 continue
             shutil.rmtree(run_dir(args, engine, gpu_render), ignore_errors=True)  # its checkpoint and archive
             result = json.loads(part.read_text())
+            if result["render_gpu"] != ran:  # the config as the run loaded it has the last word
+                ran = result["render_gpu"]
+                label = f"{engine}@render.gpu={ran}"
             finished.steps[label] = result["steps"]
             if result.get("profile"):
                 finished.profiles[label] = result["profile"]
-            finished.render_gl.setdefault(engine, {})[gpu_render] = result["render_gl"]
+            finished.render_gl.setdefault(engine, {})[ran] = result["render_gl"]
             for row in result["steps"]:
                 print(f"  {label} step {row['step']}: " + ", ".join(
                     f"{k} {v:.2f}" for k, v in row.items() if k != "step"), flush=True)
                 waits = result["render_waits"].get(str(row["step"]), [])
                 print(f"  {label} step {row['step']}: waits for paintings, call by call: "
                       + " ".join(f"{w:.2f}" for w in waits), flush=True)
-            finished.by_path.setdefault(engine, {})[gpu_render] = steady_mean(result)
-            if gpu_render == paths[0]:
-                finished.engines[engine] = finished.by_path[engine][gpu_render]
-            print(f"{label}: {finished.by_path[engine][gpu_render]} ({time.perf_counter() - t0:.0f} s in all)",
-                  flush=True)
+            finished.by_path.setdefault(engine, {})[ran] = steady_mean(result)
+            finished.engines.setdefault(engine, finished.by_path[engine][ran])  # its first run, for --json
+            print(f"{label}: {finished.by_path[engine][ran]} ({time.perf_counter() - t0:.0f} s in all)", flush=True)
             write_reports(args, head, earlier, finished)
     write_reports(args, head, earlier, finished, echo=True)
-    return 0 if sum(len(v) for v in finished.by_path.values()) == len([*engines, *variants]) * len(paths) else 1
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -78,3 +78,62 @@ def test_a_missing_recipe_is_refused_at_parse_time(capsys):
         bench.main(["--config", "no/such.yaml", "--engines", "compiled"])
     assert exit_.value.code == 2
     assert "no such config file" in capsys.readouterr().err
+
+
+def bench_args(**given) -> argparse.Namespace:
+    args = dict(steps=2, profile="", tokens=32, prompts_per_step=1, workers=1, browsers=1, set=[], cpu=False,
+                out="/tmp/bench")
+    return argparse.Namespace(**{**args, **given})
+
+
+@pytest.mark.parametrize("name, variant, given, label", [
+    ("compiled", None, {}, "compiled@render.gpu=auto"),                                  # nothing overrides it
+    ("as_filed", ["grpo.beta=0.01", "render.gpu=off"], {}, "as_filed@render.gpu=off"),  # the committed mislabel
+    ("compiled", None, {"set": ["render.gpu=on"]}, "compiled@render.gpu=on"),           # --set after the bench's
+    ("own", ["render.gpu=off"], {"set": ["render.gpu=on"]}, "own@render.gpu=off"),      # a variant's pairs last
+    ("plain", ["grpo.beta=0"], {"set": ["render.gpu=on"]}, "plain@render.gpu=on"),
+])
+def test_a_run_is_labelled_by_the_render_gpu_it_ran_with(name, variant, given, label):
+    assert bench.run_label(bench_args(**given), name, variant, "auto") == label
+
+
+def test_the_label_is_what_load_config_makes_of_the_overrides():
+    from salon.train.config import load_config
+
+    args = bench_args(set=["render.gpu=on"])
+    overrides = bench.run_overrides(args, "as_filed", ["render.workers=2", "render.gpu=off"], "auto")
+    config = load_config(str(Path(bench.REPO) / "train" / "configs" / "lora_1gpu.yaml"), overrides)
+    assert bench.ran_with(overrides, "render.gpu") == config.render.gpu == "off"
+    assert config.render.workers == 2 and config.grpo.max_completion_length == 32
+
+
+def test_rows_and_files_name_what_ran_and_a_variant_that_sets_it_runs_once(tmp_path, monkeypatch):
+    """main() with each run's process stood in for: it loads the run's config as the real one does and
+    reports the render.gpu it holds; --render-paths on,off beside a variant that sets render.gpu=off."""
+    from salon.train.config import load_config
+
+    config = str(Path(bench.REPO) / "train" / "configs" / "lora_1gpu.yaml")
+    ran = []
+
+    def one_run(cmd, **_):
+        at = {k: cmd[cmd.index(k) + 1] for k in ("--one", "--one-render", "--part")}
+        pairs = {"as_filed": ["render.gpu=off"]}.get(at["--one"], [])
+        loaded = load_config(config, [f"render.gpu={at['--one-render']}", *pairs])
+        ran.append((at["--one"], loaded.render.gpu))
+        row = {"step": 1, **{k: 1.0 for k in bench.KEYS if k != "peak_memory_gib"}}
+        Path(at["--part"]).parent.mkdir(parents=True, exist_ok=True)
+        Path(at["--part"]).write_text(json.dumps({
+            "steps": [row, {**row, "step": 2}], "peak_memory_gib": 0.0, "render_gl": ["swiftshader"],
+            "render_waits": {}, "profile": None, "render_gpu": loaded.render.gpu}))
+        return argparse.Namespace(returncode=0)
+
+    monkeypatch.setattr(bench.subprocess, "run", one_run)
+    monkeypatch.setattr(bench, "render_references", lambda folder, gpu: folder)
+    steps, side = tmp_path / "steps.json", tmp_path / "side.json"
+    assert bench.main(["--config", config, "--engines", "compiled", "--variant", "as_filed", "render.gpu=off",
+                       "--render-paths", "on,off", "--render-json", str(side), "--steps-json", str(steps),
+                       "--json", str(tmp_path / "r.json"), "--out", str(tmp_path / "out")]) == 0
+    assert ran == [("compiled", "on"), ("compiled", "off"), ("as_filed", "off")]
+    assert sorted(json.loads(steps.read_text())["runs"]) == ["as_filed@render.gpu=off", "compiled@render.gpu=off",
+                                                             "compiled@render.gpu=on"]
+    assert list(json.loads(side.read_text())["render_paths"]) == ["off"]  # as_filed's, written last
