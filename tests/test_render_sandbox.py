@@ -218,9 +218,9 @@ async def test_a_slot_covers_the_drawing_and_the_text_check(monkeypatch):
     spans = []
     real_words, real_render_on = ocr.words, Renderer._render_on
 
-    def slow_words(png):
+    def slow_words(png, budget_s):
         t0 = time.perf_counter()
-        found = real_words(png)
+        found = real_words(png, budget_s)
         time.sleep(0.3)  # a text check slow enough that a drawing beside it could not miss it
         spans.append(("read", t0, time.perf_counter()))
         return found

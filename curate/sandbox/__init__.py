@@ -9,7 +9,8 @@ Floors, lowest first (each module imports only those below it):
     chromium.py   which Chromium, and the switches every sandbox browser starts with
     isolation.py  the browser's own network namespace (or flags where none can be made)
     gpu.py        the GL path: SwiftShader, or WebGL on the node's NVIDIA GPU
-    ocr.py        words on the painting itself (the text check)
+    word_rule.py  the text check's rule: which OCR readings a judge would take for writing
+    ocr.py        words on the painting itself (the text check: views, forms, time limit)
     gpu_watch.py  the browser's GPU memory, read from outside the page
     assets.py     the page: its document, policy (CSP) and own scripts (page/*.js: guard, start; ses)
     pages.py      long-lived browsers and their pre-warmed, reused pages; the guard's report channel

@@ -93,8 +93,11 @@ class RenderConfig:
     # H200 reuse took the GPU path from 5.1 to 8.3 heavy renders/s (bench_render_gpu_h200.json).
     sketches_per_page: Annotated[int, at_least(1), "1 = a new context per sketch"] = 50
     # Words on the painting itself, whatever drew them (ocr.py): every image that passed the page's
-    # checks is read, and a word makes it text_label. "off" skips the reading.
+    # checks is read, and writing a judge would read makes it text_label. "off" skips the reading.
     text_check: Literal[ocr.TEXT_CHECKS] = "ocr"
+    # The reading's time limit per image: past it the check stops, the verdict stands on what was read
+    # and `details` says what was left (ocr.py says why not a violation)
+    text_check_budget_s: Annotated[float, positive] = ocr.DEFAULT_BUDGET_S
     # What the browser's GPU process may grow by during one sketch, watched from outside the page
     # (gpu_watch.py): past it, the page is killed (runtime_error). 0 = gpu_memory_mb + 1024, room
     # for p5.brush's own buffers beside everything the page's budget counts.
@@ -358,10 +361,10 @@ class Renderer:
         if d.painting and not d.painting.webgl or any("WEBGL" in e for e in d.js_errors):
             runtime.append("not_webgl")
         violations = gate.verdict(d.static, runtime, fraction)
-        words, ocr_ms = [], None
+        text = None
         if d.png is not None and not violations and self.config.text_check == "ocr":
-            words, ocr_ms = await asyncio.to_thread(ocr.words, d.png)
-            if words:
+            text = await asyncio.to_thread(ocr.words, d.png, self.config.text_check_budget_s)
+            if text.words:
                 violations = ["text_label"]  # the only one: there were none before the reading
         no_image = d.png is None and d.status == "ok" and not violations
         if no_image:  # finished, and nothing to judge: the sketch emptied, shrank or lost its canvas
@@ -369,9 +372,9 @@ class Renderer:
         return RenderResult(
             ok=not violations and d.png is not None, violations=violations, paint_fraction=fraction,
             render_ms=d.render_ms, js_errors=d.js_errors, png=d.png,
-            details=[detail for _, detail in d.reported] + d.network + [f"text_label: {w.describe()}" for w in words]
+            details=[detail for _, detail in d.reported] + d.network + (text.details() if text else [])
             + ([f"blank_canvas: {d.painting.problem if d.painting else 'no painting'}"] if no_image else []),
-            gl=d.gl, ocr_ms=ocr_ms)
+            gl=d.gl, ocr_ms=text.ms if text else None)
 
     async def _watch_gpu(self, browser: SandboxBrowser, sp: SandboxPage, limit_mb: int) -> None:
         """Kill the page when the browser's GPU process grows past limit_mb during its sketch."""
