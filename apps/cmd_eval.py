@@ -13,6 +13,11 @@ checkpoint choices made in the app (`salon app --run RUN_DIR`, Compare, checkpoi
 a win rate per checkpoint with a Wilson interval. Writes RUN_DIR/eval/: data/ (one parquet row
 per sample), report.json, plots/. Exit code 1 when an alarm fired (the proxy rose while an
 oracle or a craft measure fell).
+
+Every --oracle is checked before anything is generated, in seconds (its arguments, its model,
+whether its server answers): problems are listed together and the command exits 2. A score an
+oracle could not give during the run is missing, never 0: the output ends with the counts and
+their reasons (`missing_reasons` in --json).
 """
 
 from __future__ import annotations
@@ -33,8 +38,9 @@ def add_parser(sub) -> None:
     p.add_argument("--every", type=int, default=0, metavar="N",
                    help="only checkpoints whose step is a multiple of N, and the last (default: all)")
     p.add_argument("--oracle", action="append", default=[], metavar="SPEC", dest="oracles",
-                   help="an independent judge: NAME[,key=value...], e.g. paint_fraction, hpsv3, "
-                        "transformers,model=PATH (repeatable; the first is the report's oracle_mean)")
+                   help="an independent judge: NAME[,key=value...], e.g. paint_fraction, hpsv3,model=ckpt, "
+                        "transformers,model=PATH, openai,model=http://HOST:PORT/v1 (repeatable; the first is "
+                        "the report's oracle_mean)")
     p.add_argument("--resume", action="store_true", help="keep checkpoints already evaluated with these settings")
     p.add_argument("--no-base", action="store_true", help="skip the base policy (step 0)")
     p.add_argument("--seed", type=int, default=0, help="the eval's seed: render seeds and sampling (default 0)")
@@ -79,6 +85,9 @@ def summary(report: dict) -> str:
     lines += [f"best by proxy: {report['best_by_proxy']}   best by oracle: {report['best_by_oracle']}   "
               f"best by people: {report['best_by_human']} ({report['human']['comparisons']} blind choices)",
               "missing (never scored 0): " + (", ".join(f"{k} {v}" for k, v in missing.items()) or "none")]
+    for column, reasons in report["missing_reasons"].items():  # why, most frequent first
+        lines += [f"  {column} {r['count']} x {r['reason']}" for r in reasons[:3]]
+        lines += [f"  {column}: {len(reasons) - 3} other reason(s) in report.json"] if len(reasons) > 3 else []
     lines += [f"ALARM step {a['step']}: {a['message']}" for a in report["alarms"]] or ["no alarms"]
     lines += [f"figure: {p}" for p in report["plots"]] + [f"report: {report['report']}"]
     return "\n".join(lines)

@@ -1,6 +1,7 @@
 """HPSv3 over HTTP: the client of an HPSv3 service, and the service around salon's own scorer.
 
     judge = load_hpsv3(model="http://127.0.0.1:8000")       # RemoteHPSv3: the same RatingJudge
+    judge.unreachable()                                      # None, or why the service cannot score now
     server = ScoreServer(judge, host="127.0.0.1", port=8000); server.serve_forever()
     salon judge serve --scorer hpsv3 --model CKPT [--host 127.0.0.1] [--port 8000]
 
@@ -62,6 +63,16 @@ class RemoteHPSv3:
             return self._request("GET", "/health", None)
         except CallFailed as e:
             return {"loaded": False, "error": str(e)}
+
+    def unreachable(self, timeout_s: float = 5.0) -> str | None:
+        """Why the service cannot score now, in one line, or None: GET /health once, without retries."""
+        try:
+            health = request_json(self.url + "/health", "GET", None, timeout_s=timeout_s)
+        except CallFailed as e:
+            return f"{e}: start the HPSv3 service, or correct its URL"
+        if isinstance(health, dict) and health.get("error"):
+            return f"{self.url}/health: {str(health['error'])[:300]}"
+        return None
 
     def score(self, images: Sequence[Image.Image]) -> list[float | None]:
         return [r.score for r in self.rate(images)]

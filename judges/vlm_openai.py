@@ -2,13 +2,15 @@
 
     judge = OpenAIPairwiseJudge(OpenAIJudgeConfig(base_url="http://127.0.0.1:8000/v1"))
     verdicts = judge.judge(candidates, references)      # see verdict.py
+    judge.unreachable()                                 # None, or why the server cannot judge now
 
 Each ordered pair is one request (`max_tokens=1`, temperature 0) with the two paintings as PNG
 data URLs and the prompt of prompt.py. P(first wins) comes from the answer's top logprobs where
 the server returns them (the probabilities of "A" and "B", renormalised); otherwise from the
 answer text, parsed strictly ("A" or "B", nothing else) as 1 or 0. Timeouts, connection errors,
 429 and 5xx are retried with backoff; what still fails gives a verdict with p None and the
-reason. The model defaults to the first one the server lists at /models.
+reason. The model defaults to the first one the server lists at /models. `unreachable` asks
+/models once, without retries, so a command can refuse a dead server before it starts.
 """
 
 from __future__ import annotations
@@ -98,6 +100,26 @@ class OpenAIPairwiseJudge:
     @property
     def name(self) -> str:
         return f"openai:{self._model or '?'}@{self.config.base_url}"
+
+    def unreachable(self, timeout_s: float = 5.0) -> str | None:
+        """Why this server cannot judge now, in one line (it does not answer, refuses the key, lists no
+        models, does not serve config.model), or None: asked once before a run, without retries."""
+        url = self.config.base_url
+        try:
+            listing = request_json(url + "/models", "GET", None, self._headers(), timeout_s)
+        except CallFailed as e:
+            if e.code in (401, 403):
+                return f"{e}: check the key in ${self.config.api_key_env}"
+            if e.code is None or not self.config.model:  # no answer, or no list to take the model from
+                return f"{e}: start the server, or correct its URL (up to and including /v1)"
+            return None  # it answers, and the model is named: a server without /models can still judge
+        served = [m.get("id") for m in (listing.get("data") or []) if isinstance(m, dict) and m.get("id")] \
+            if isinstance(listing, dict) else []
+        if not served:
+            return f"{url}/models lists no models: name the one to ask with server_model=NAME"
+        if self.config.model and self.config.model not in served:
+            return f"{url} serves {', '.join(served)}, not {self.config.model}: name one of them"
+        return None
 
     # ---- the Judge protocol -------------------------------------------------------------------
     def judge(self, candidates: Sequence[Image.Image], references: Sequence[Reference]) -> list[list[Verdict]]:
@@ -200,8 +222,7 @@ class OpenAIPairwiseJudge:
 
     def _request(self, method: str, path: str, body: dict | None) -> dict:
         cfg = self.config
-        key = os.environ.get(cfg.api_key_env)
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        headers = self._headers()
         for attempt in range(cfg.attempts):
             if attempt:
                 time.sleep(cfg.backoff_s * 2 ** (attempt - 1))
@@ -214,6 +235,10 @@ class OpenAIPairwiseJudge:
                     raise _Failure(str(e)) from None
                 last = str(e)
         raise _Failure(f"{last} (after {cfg.attempts} attempts)")
+
+    def _headers(self) -> dict:
+        key = os.environ.get(self.config.api_key_env)
+        return {"Authorization": f"Bearer {key}"} if key else {}
 
 
 class _Rejected(_Failure):

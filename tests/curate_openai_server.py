@@ -10,6 +10,7 @@ The `model` field of each request picks the behaviour, so one server plays every
     huge          a 1 MB reply                  auth       HTTP 401
     malformed     HTTP 200 with a body that is not JSON
 
+GET /v1/models lists these names, as a server lists what it serves (a judge asks it first).
 `hang_after`: answer that many `examples` requests, then hold every further one open (a run to
 be killed mid-way). Run it alone: `python tests/curate_openai_server.py [MODEL_DIR]`.
 """
@@ -23,6 +24,9 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+BEHAVIOURS = ("tiny", "examples", "empty", "garbage", "error500", "flaky", "slow", "huge", "auth", "malformed")
 
 
 class ChatServer:
@@ -44,9 +48,14 @@ class ChatServer:
             def log_message(self, *args):  # keep test output quiet
                 pass
 
+            def do_GET(self):
+                self.reply(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in BEHAVIOURS]})
+
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                status, payload = server.answer(body)
+                self.reply(*server.answer(body))
+
+            def reply(self, status: int, payload):
                 raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 try:
                     self.send_response(status)

@@ -34,6 +34,9 @@ class TestSmokeEval:
             top = max(r[key] for r in report["checkpoints"])  # the first checkpoint at the top, within 1e-6
             assert report[best] == next(r["step"] for r in report["checkpoints"] if r[key] >= top - 1e-6), best
         assert report["missing"]["oracle_down"] == 8  # counted: 2 passing paintings x 4 checkpoints
+        # and why, summed up over the run
+        assert report["missing_reasons"] == {"oracle_down": [{"reason": "ConnectionError: scorer unreachable",
+                                                              "count": 8}]}
         assert [(p["subject"], p["held_out"]) for p in report["prompts"]] == [(s, True) for s in EVAL_SUBJECTS]
         assert report["evaluated"] == [0, 1, 2, 3] and report["resumed"] == []
 
@@ -51,6 +54,8 @@ class TestSmokeEval:
                 assert row["image"].size == (600, 600) and row["reward"] is not None
                 assert row["oracle_paint_fraction"] == pytest.approx(row["paint_fraction"], abs=0.01)
                 assert row["oracle_missing"] == ["down"]
+                assert row["oracle_down_reason"] == "ConnectionError: scorer unreachable"  # stored with its reason
+                assert row["oracle_paint_fraction_reason"] is None
             else:
                 assert row["oracle_paint_fraction"] is None and row["reward"] == pytest.approx(0.0)  # the gate's penalty
         # sample k of a prompt has one seed at every checkpoint, so checkpoints compare like for like
@@ -78,6 +83,12 @@ class TestSmokeEval:
         before = {r["step"]: r["proxy_mean"] for r in smoke_eval["report"]["checkpoints"]}
         assert {r["step"]: r["proxy_mean"] for r in report["checkpoints"]} == pytest.approx(before)
 
+    def test_the_output_ends_with_what_is_missing_and_why(self, smoke_eval, capsys):
+        assert main(["eval", str(smoke_eval["out"]), *EVAL_ARGS, "--resume"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        at = next(i for i, line in enumerate(lines) if line.startswith("missing (never scored 0): "))
+        assert "oracle_down 8" in lines[at] and lines[at + 1] == "  oracle_down 8 x ConnectionError: scorer unreachable"
+
     def test_reward_model_and_pairwise_oracles(self, smoke_eval):
         from salon.train.config import load_config
         from salon.train.eval.dataset import load_eval_dataset
@@ -89,8 +100,8 @@ class TestSmokeEval:
         paintings = [row["image"] for row in load_eval_dataset(out) if row["gate_passed"]][:2]
         for spec in ("hpsv3,model=tiny:hpsv3", "transformers,model=tiny:qwen2_vl,label=other_vlm"):
             oracle = Oracle(parse_oracle(spec), out, cfg, build_references(cfg, out))
-            scores = oracle.score(paintings, "a sunflower head seen from the front, in loose watercolour")
-            assert len(scores) == 2 and all(0 <= v <= 1 for v in scores), (spec, scores)
+            scores, reasons = oracle.score(paintings, "a sunflower head seen from the front, in loose watercolour")
+            assert len(scores) == 2 and all(0 <= v <= 1 for v in scores) and reasons == [None, None], (spec, scores)
         assert oracle.pairwise and oracle.references is not None  # the run's references, one draw per prompt
 
     def test_a_shard_made_otherwise_is_redone(self, smoke_eval):

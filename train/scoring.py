@@ -198,20 +198,21 @@ def judge_safely(judge, images, draws) -> tuple[list, list]:
 
 
 def safe_ratings(judge, images, prompts: list[str] | None = None) -> list[Rating]:
-    """The absolute scorer's Ratings (`rate` where it has one, with `prompts` when given, else its
-    scores), None-scored where it failed."""
-    if not hasattr(judge, "rate"):
-        return [Rating(v) for v in safe_scores(judge, images)]
+    """The scorer's Ratings: a reward model's `rate` (with `prompts` when given), an image judge's scores;
+    None-scored with the reason where it failed or gave no score."""
     if not images:
         return []
     try:
-        ratings = list(judge.rate(images) if prompts is None else judge.rate(images, prompts))
+        if hasattr(judge, "rate"):
+            ratings = list(judge.rate(images) if prompts is None else judge.rate(images, prompts))
+        else:
+            ratings = [Rating(v, reason="no score given" if v is None else None) for v in judge.score(images)]
         if len(ratings) == len(images):
             return ratings
         reason = f"{len(ratings)} ratings for {len(images)} images"
     except Exception as e:  # a scorer that raises could not answer: missing
         reason = f"{type(e).__name__}: {e}"
-    log.warning("absolute scorer %s failed: %s", getattr(judge, "name", judge), reason)
+    log.warning("scorer %s failed: %s", getattr(judge, "name", judge), reason)
     return [Rating(None, reason=reason)] * len(images)
 
 

@@ -11,8 +11,9 @@ subject, prompt, completion, code, seed, image, gate_passed, violations, paint_f
 coverage, every `reward_*` component and `reward`, the proxy's total; `position` is the sample's
 index within its prompt, `group` the prompt), plus `sample_id` (opaque: sha256 of step, prompt
 and seed, what the app shows instead of a checkpoint's name), `colourfulness` (Hasler-Suesstrunk,
-0 grey .. ~100 extreme), one `oracle_<label>` column per oracle and `oracle_missing` (the oracles
-that could not answer for a painting that passed the gate). A null is missing, never 0.
+0 grey .. ~100 extreme), one `oracle_<label>` column per oracle with `oracle_<label>_reason` (why it
+gave no score: the service's error, a timeout, an exception) and `oracle_missing` (the oracles that
+could not answer for a painting that passed the gate). A null is missing, never 0.
 
 A shard records in its parquet metadata the settings it was made with (prompts, samples, seed,
 oracles, the run's reward config) and its timings, so `--resume` keeps a checkpoint only when it
@@ -45,6 +46,7 @@ def eval_features(reward_columns: list[str], oracle_columns: list[str]):
     f["colourfulness"] = Value("float64")
     for c in oracle_columns:
         f[c] = Value("float64")
+        f[f"{c}_reason"] = Value("string")  # why the oracle gave no score (null when it gave one)
     f["oracle_missing"] = List(Value("string"))
     return f
 

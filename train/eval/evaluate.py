@@ -10,8 +10,10 @@ For the base policy and every kept checkpoint (or every `--every N` steps), in t
    its pinned references: the same RewardAdapter and Scorer as training (salon.train.reward), so
    the proxy is exactly what the policy optimised. Each prompt faces one reference draw for every
    checkpoint, and sample k of a prompt renders with the same seed at every checkpoint;
-3. score the paintings that passed the gate with each oracle (salon.train.eval.oracles), and
-   measure colourfulness; coverage and blank share come with the render;
+3. score the paintings that passed the gate with each oracle (salon.train.eval.oracles: every
+   oracle was checked before step 1, its arguments, model and server; a score it could not give
+   is None with its reason in `oracle_<label>_reason`), and measure colourfulness; coverage and
+   blank share come with the render;
 4. write the checkpoint's shard to RUN_DIR/eval/data/ (salon.train.eval.dataset).
 
 Then the report (salon.train.eval.report; RUN_DIR/eval/report.json), the figures
@@ -31,7 +33,7 @@ from types import SimpleNamespace
 
 from salon.train.eval.config import EvalConfig, eval_subjects
 from salon.train.eval.dataset import EvalDataset, fingerprint, sample_id
-from salon.train.eval.oracles import Oracle, check_specs, parse_oracle
+from salon.train.eval.oracles import Oracle, check_oracles
 from salon.train.rollout import prompt_key
 
 log = logging.getLogger(__name__)
@@ -153,11 +155,12 @@ class Evaluator:
         for i, (subject, _) in enumerate(self.subjects):
             idx = [j for j, r in enumerate(rollouts) if r.row == i and r.gate_passed and r.painting is not None]
             for oracle in self.oracles:
-                scores = oracle.score([rollouts[j].painting for j in idx], subject.prompt)
-                for j, v in zip(idx, scores):
+                scores, reasons = oracle.score([rollouts[j].painting for j in idx], subject.prompt)
+                for j, v, reason in zip(idx, scores, reasons):
                     rows[j][oracle.spec.column] = v
                     if v is None:
                         rows[j]["oracle_missing"].append(oracle.spec.label)
+                        rows[j][oracle.spec.reason_column] = reason or "no reason given"
         seconds = {"generate": t1 - t0, "render_and_proxy": t2 - t1, "oracles": time.perf_counter() - t2}
         seconds["total"] = sum(seconds.values())
         return rows, seconds
@@ -169,7 +172,7 @@ class Evaluator:
 
 def eval_settings(train_cfg, config: EvalConfig, subjects, specs) -> dict:
     """What a checkpoint's samples depend on: a shard made with other settings is redone."""
-    return {"version": 1, "prompts": [[s.name, s.prompt] for s, _ in subjects], "samples": config.samples,
+    return {"version": 2, "prompts": [[s.name, s.prompt] for s, _ in subjects], "samples": config.samples,
             "seed": config.seed, "oracles": [s.spec for s in specs], "reward": train_cfg.reward.__dict__,
             "judge": train_cfg.judge.__dict__, "smoke": train_cfg.smoke.__dict__,
             "sampling": {k: getattr(train_cfg.grpo, k) for k in ("temperature", "top_p", "top_k",
@@ -190,8 +193,7 @@ def evaluate(config: EvalConfig, progress: bool = True) -> dict:
     check_archive(run)  # a folder two runs were trained into: its checkpoints are the second run's
     train_cfg = load_config(run / "salon_train.yaml")
     subjects = eval_subjects(train_cfg, config.prompts)
-    specs = [parse_oracle(s) for s in config.oracles]
-    check_specs(specs)
+    specs = check_oracles(config.oracles)  # before anything loads: arguments, models, servers
     settings = eval_settings(train_cfg, config, subjects, specs)
     fp = fingerprint(settings)
     store = EvalDataset(run)

@@ -19,6 +19,9 @@ Per checkpoint (`checkpoints`, one entry per evaluated step, 0 = the base policy
     human_win_rate      the share of blind comparisons this checkpoint won (ties count half), with
                         a Wilson 95 % interval (`human_low`, `human_high`) and `human_comparisons`
 
+`missing` counts what could not be scored, over all checkpoints (never scored 0);
+`missing_reasons` says why: {oracle_<label>: [{reason, count}, ...]}, most frequent first.
+
 The statistics are salon.train.record.audit's `batch_stats`, the same numbers `salon audit` prints for
 training steps. Alarms: at checkpoint S, for each measure, against every earlier checkpoint P
 where the proxy was lower by more than `proxy_rise`: an oracle fell by more than `oracle_drop`
@@ -31,6 +34,7 @@ named: it is the checkpoint to keep.
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 from salon.train.record.audit import batch_stats, by_step_of, components_of, mean_present
 
@@ -147,6 +151,18 @@ def _best(rows: list[dict], key: str) -> int | None:
     return next(r["step"] for r in scored if r[key] >= top - 1e-6)
 
 
+def missing_reasons(records: list[dict], oracle_labels: list[str]) -> dict[str, list[dict]]:
+    """Why each oracle left paintings unscored: {oracle_<label>: [{reason, count}, ...]}, most frequent
+    first (an oracle that scored everything is left out)."""
+    out = {}
+    for o in oracle_labels:
+        counts = Counter(r.get(f"oracle_{o}_reason") for r in records
+                         if isinstance(r.get(f"oracle_{o}_reason"), str))  # null (pandas: None or NaN) = scored
+        if counts:
+            out[f"oracle_{o}"] = [{"reason": reason, "count": n} for reason, n in counts.most_common()]
+    return out
+
+
 def build_report(frame, choices: list, oracle_labels: list[str], config) -> dict:
     """The report of an eval: `frame` holds every sample of the checkpoints to report (with images)."""
     records, images, by_step = by_step_of(frame)
@@ -169,6 +185,7 @@ def build_report(frame, choices: list, oracle_labels: list[str], config) -> dict
         "best_by_human": _best([r for r in rows if r["human_comparisons"]], "human_win_rate"),
         "alarms": alarms(rows, config),
         "missing": missing,  # counted, never scored 0
+        "missing_reasons": missing_reasons(records, oracle_labels),
         "human": {"method": "win rate (ties count half) with a Wilson 95% interval",
                   "comparisons": len(choices), "labelers": sorted({c.labeler for c in choices})},
     }
