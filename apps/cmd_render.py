@@ -29,6 +29,8 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="PRNG seed for every sketch (default 0)")
     p.add_argument("--size", type=int, default=600, help="canvas side in pixels (default 600)")
     p.add_argument("--timeout", type=float, default=45.0, metavar="SECONDS", help="per sketch (default 45)")
+    p.add_argument("--frames", type=int, default=120,
+                   help="draw() frames before the painting is read; noLoop() ends sooner (default 120)")
     p.add_argument("--out-dir", default=DEFAULT_OUT, metavar="DIR", help=f"where PNGs go (default ./{DEFAULT_OUT})")
     p.add_argument("--browsers", type=int, default=0, help="parallel browsers (default: one per two cores)")
     p.add_argument("--gpu", choices=GPU_MODES, default="auto",
@@ -60,8 +62,8 @@ def run(args) -> int:
     from salon.curate.sandbox.render import RenderConfig, Renderer, RenderResult
     from salon.pool.errors import SetupError
 
-    config = RenderConfig(size=args.size, timeout_s=args.timeout, browsers=args.browsers, gpu=args.gpu, gl=args.gl,
-                          text_check=args.text_check)
+    config = RenderConfig(size=args.size, timeout_s=args.timeout, frames=args.frames, browsers=args.browsers,
+                          gpu=args.gpu, gl=args.gl, text_check=args.text_check)
     paths = [Path(s) for s in args.sketches]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:

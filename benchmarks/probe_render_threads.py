@@ -27,7 +27,9 @@ from PIL import Image
 from playwright.async_api import async_playwright
 from proctree import descendants, process_kind
 
-from salon.curate.sandbox.assets import HTML_CONTENT_TYPE, JS_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, SCRIPT_HEADERS, SKETCH_PATH, page_assets
+import json
+
+from salon.curate.sandbox.assets import HTML_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, page_assets
 from salon.curate.sandbox.chromium import BASE_CHROMIUM_ARGS, find_chromium
 from salon.curate.sandbox.pages import give_page_scripts
 from salon.curate.sandbox.capture import read_painting
@@ -83,11 +85,7 @@ async def one(b, assets, code, profile):
     await give_page_scripts(cdp, assets.scripts)
 
     async def route(r):
-        path = r.request.url[len(PAGE_ORIGIN) :]
-        if path == SKETCH_PATH:
-            await r.fulfill(body=code.encode(), content_type=JS_CONTENT_TYPE, headers=SCRIPT_HEADERS)
-        else:
-            await r.fulfill(body=assets.document, content_type=HTML_CONTENT_TYPE, headers={"Content-Security-Policy": PAGE_CSP})
+        await r.fulfill(body=assets.document, content_type=HTML_CONTENT_TYPE, headers={"Content-Security-Policy": PAGE_CSP})
 
     await ctx.route("**/*", route)
     done = asyncio.get_running_loop().create_future()
@@ -102,7 +100,7 @@ async def one(b, assets, code, profile):
         await cdp.send("Profiler.start")
     t1 = threads()
     w = time.perf_counter()
-    await cdp.send("Runtime.evaluate", {"expression": "window.__salon.start(0)"})
+    await cdp.send("Runtime.evaluate", {"expression": f"window.__salon.start(0, {json.dumps(code)})"})
     await done
     out = {"image": (await read_painting(SimpleNamespace(cdp=cdp, capture_world=world), 600)).png}
     wall = time.perf_counter() - w

@@ -90,3 +90,18 @@ def differing_share(a: bytes, b: bytes) -> float:
 
 def example(name: str) -> str:
     return (EXAMPLES / f"{name}.js").read_text()
+
+
+def count_launches(monkeypatch) -> list:
+    """Every browser a renderer launches from now on (SandboxBrowser.launch), in order."""
+    from salon.curate.sandbox import pages
+
+    launches = []
+    real = pages.SandboxBrowser.launch
+
+    async def counted(self):
+        launches.append(self)
+        await real(self)
+
+    monkeypatch.setattr(pages.SandboxBrowser, "launch", counted)
+    return launches

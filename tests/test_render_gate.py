@@ -40,7 +40,10 @@ def test_bundled_examples_pass_the_static_gate():
     (sketch("text('hibiscus', 10, 10);"), ["text_label"]),
     (sketch("ellipse(10, 10, 20, 20);"), ["bare_primitives"]),
     (sketch("const g = createGraphics(10, 10);"), ["bare_primitives"]),
-    (sketch("const c = document.createElement('canvas').getContext('2d');"), ["external_access", "bare_primitives"]),
+    (sketch("const c = document.createElement('canvas').getContext('2d');"), ["external_access"]),
+    (sketch("fill(255); noStroke();"), ["bare_primitives"]),
+    (sketch("setTimeout(() => brush.circle(0, 0, 9), 10);"), ["unknown_name"]),
+    (sketch("const s = self; s['fe' + 'tch']('x');"), ["external_access"]),
     (sketch("brush.watercolorFlower(1, 2);"), ["unknown_brush_method"]),
     ("function setup() { createCanvas(600, 600, WEBGL); brush.fill('#fff', 9); }", ["no_painting_calls"]),
 ])
@@ -56,8 +59,15 @@ def test_comments_and_strings_do_not_trip_checks():
 
 
 def test_method_calls_named_like_primitives_are_not_bare():
-    # brush.rect / brush.circle / brush.line are p5.brush, not p5 primitives.
+    # brush.rect / brush.circle / brush.line are p5.brush, not p5 primitives; nor is a function of
+    # the sketch's own that happens to share a p5 name.
     assert gate.static_violations(sketch("brush.rect(1, 2, 3, 4); brush.line(0, 0, 9, 9);")) == []
+    assert gate.static_violations(sketch("const ellipse = (x) => brush.circle(x, 0, 9); ellipse(3);")) == []
+
+
+def test_a_polygon_of_the_brush_is_painting():
+    assert gate.static_violations("function setup() { createCanvas(600, 600, WEBGL);\n"
+                                  "  const p = new brush.Polygon([[0, 0], [50, 0], [0, 50]]); p.fill(); }") == []
 
 
 def test_verdict_adds_blank_canvas_and_keeps_stable_order():
@@ -69,6 +79,6 @@ def test_verdict_adds_blank_canvas_and_keeps_stable_order():
 
 def test_codes_are_the_stable_set():
     assert gate.VIOLATIONS == ("no_sketch", "syntax_error", "not_webgl", "external_access", "text_label",
-                               "bare_primitives", "unknown_brush_method", "no_painting_calls",
+                               "bare_primitives", "unknown_brush_method", "unknown_name", "no_painting_calls",
                                "runtime_error", "timeout", "blank_canvas")
     assert gate.RENDER_UNAVAILABLE not in gate.VIOLATIONS

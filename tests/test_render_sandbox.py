@@ -17,12 +17,15 @@ pytestmark = pytest.mark.browser
 GOOD = "hibiscus_03_layered"
 
 # What each hostile sketch must be told. Every one must also leave the next render untouched
-# and send nothing to the loopback server.
+# and send nothing to the loopback server. The sketch's world (world.py) holds no window, document,
+# p5, canvas, context or timer: most of these are told what they reached for (external_access for
+# the page and the network, bare_primitives for p5's painting, unknown_name for the rest), by the
+# static check and again by the page when the name is made at run time.
 HOSTILE_VERDICTS = {
     "infinite_loop": {"timeout"},
     "draw_never_finishes": {"timeout"},
     "memory_bomb": {"runtime_error"},
-    "typed_array_bomb": {"runtime_error"},
+    "typed_array_bomb": {"unknown_name", "runtime_error"},  # Float64Array is not in a compartment's world
     "runaway_recursion": {"runtime_error"},
     "fetch_plain": {"external_access"},
     "fetch_obfuscated": {"external_access"},
@@ -37,16 +40,16 @@ HOSTILE_VERDICTS = {
     "file_read_obfuscated": {"external_access"},
     "text_plain": {"text_label"},
     "text_obfuscated": {"text_label"},
-    "canvas_2d": {"bare_primitives"},
-    # No image to judge is the sketch's own verdict, never an infrastructure failure to skip.
-    "canvas_zero": {"blank_canvas"},
-    # GPU hostility (the same verdicts on SwiftShader and on the GPU path): memory is capped per
-    # sketch at RenderConfig.gpu_memory_mb, shaders of the sketch's own are refused.
-    "gpu_texture_bomb": {"runtime_error"},
-    "gpu_framebuffer_bomb": {"bare_primitives", "runtime_error"},
+    "canvas_2d": {"external_access"},  # reaches for the document to make its canvas
+    # It zeroed p5's canvas through drawingContext, which is not in the world: no image was lost.
+    "canvas_zero": {"bare_primitives"},
+    # GPU hostility: the WebGL context, shaders and canvases are not in the world; what p5.brush
+    # allocates on the sketch's behalf is still charged to RenderConfig.gpu_memory_mb (guard.js).
+    "gpu_texture_bomb": {"bare_primitives"},
+    "gpu_framebuffer_bomb": {"bare_primitives"},
     "gpu_shader_loop": {"bare_primitives"},
     "gpu_raw_shader": {"bare_primitives"},
-    # Held out until they got past the guard: other realms, APIs no list names, text from jobs
+    # Held out until they got past earlier guards: other realms, APIs no list names, text from jobs
     # with no sketch frame on the stack, allocations other than texImage2D level 0. Each paints
     # too, so its verdict is never only blank_canvas.
     "iframe_webrtc": {"external_access"},
@@ -54,24 +57,24 @@ HOSTILE_VERDICTS = {
     "new_windows": {"external_access"},
     "websocket_stream": {"external_access"},
     "dom_insert_routes": {"external_access"},
-    "text_eval_job": {"external_access", "text_label"},
-    "text_offscreen_job": {"text_label"},
-    "text_routes": {"text_label", "external_access"},
-    "gpu_copy_texture_bomb": {"runtime_error"},
-    "gpu_allocation_routes": {"runtime_error"},
-    "verdict_tamper": {"text_label"},
-    # Sketch code run from inside p5.brush (an option's valueOf) and an emptied stack: "who
-    # called" is read from every call's own stack, and the stack's depth is fixed.
+    "text_eval_job": {"external_access"},  # its text is in code from a string, which never runs
+    "text_offscreen_job": {"bare_primitives", "unknown_name"},  # no OffscreenCanvas to write on
+    "text_routes": {"external_access"},  # every route to its glyphs starts at the page
+    "gpu_copy_texture_bomb": {"bare_primitives"},
+    "gpu_allocation_routes": {"bare_primitives"},
+    "verdict_tamper": {"external_access"},  # hunts for the page's own state, which is not in the world
     "brush_value_of_shader": {"bare_primitives"},
-    "stack_trace_limit": {"bare_primitives"},
-    # Canvas2D drawn on the card (vulkan-canvas): 2D canvases and image bitmaps are GPU memory too.
-    "gpu_canvas2d_bomb": {"bare_primitives", "runtime_error"},
-    "gpu_bitmap_bomb": {"bare_primitives", "runtime_error"},
-    "gpu_frame_bomb": {"bare_primitives"},
-    # Losing the context on purpose leaves nothing to capture: refused, not infrastructure.
+    "stack_trace_limit": {"external_access"},
+    "gpu_canvas2d_bomb": {"unknown_name"},
+    "gpu_bitmap_bomb": {"unknown_name"},
+    "gpu_frame_bomb": {"external_access"},
     "lose_context": {"bare_primitives"},
 }
-PAINTS_TOO = list(HOSTILE_VERDICTS)[list(HOSTILE_VERDICTS).index("iframe_webrtc"):]
+# Two of them now stop before their wash: text_eval_job holds an import( expression in its source,
+# and ses refuses the whole source; brush_value_of_shader's valueOf runs as its brush argument is
+# copied, before p5.brush paints, and throws there.
+STOPS_FIRST = {"text_eval_job", "brush_value_of_shader"}
+PAINTS_TOO = [n for n in list(HOSTILE_VERDICTS)[list(HOSTILE_VERDICTS).index("iframe_webrtc"):] if n not in STOPS_FIRST]
 
 
 @pytest.fixture(scope="module")
@@ -124,23 +127,23 @@ async def test_hostile_sequence_gets_verdicts_and_never_poisons_the_next_render(
 
 
 async def test_only_the_canvas_p5_made_is_captured(good_alone):
-    # The sketch paints a small brush circle, then hands p5 a full-red 2D canvas from a job. Its
-    # 2D context, asked for by a bound native with no sketch frame, is the sketch's own too.
+    # The sketch paints a small brush circle, then reaches for the document to hand p5 a full-red
+    # 2D canvas from a job: not in its world, and the painting is the circle.
     async with Renderer(RenderConfig(browsers=1, render_rejects=True)) as renderer:
         swapped = await renderer.render((HOSTILE / "canvas_swap.js").read_text())
         circle = await renderer.render((HOSTILE / "canvas_swap.js").read_text().split("  const d = self")[0] + "}\n")
-    assert swapped.violations == ["bare_primitives"] and circle.ok, (swapped, circle)
+    assert swapped.violations == ["external_access"] and circle.ok, (swapped, circle)
     assert differing_share(swapped.png, circle.png) < SAME_IMAGE_MAX_PIXEL_SHARE
     assert swapped.paint_fraction == pytest.approx(circle.paint_fraction, abs=0.01) and swapped.paint_fraction < 0.5
 
 
 async def test_the_capture_is_the_browsers_whatever_the_sketch_replaces(good_alone):
-    # The sketch replaces toDataURL with one that answers a blank canvas of its own.
+    # The sketch reaches for the canvas's toDataURL, to answer a blank canvas of its own.
     code = (HOSTILE / "capture_swap.js").read_text()
     async with Renderer(RenderConfig(browsers=1, render_rejects=True)) as renderer:
         swapped = await renderer.render(code)
         circle = await renderer.render(code.split("  const red")[0] + "}\n")
-    assert swapped.ok and circle.ok, (swapped, circle)
+    assert swapped.violations == ["external_access"] and circle.ok, (swapped, circle)
     assert differing_share(swapped.png, circle.png) < SAME_IMAGE_MAX_PIXEL_SHARE
     assert swapped.paint_fraction == pytest.approx(circle.paint_fraction, abs=0.01) and swapped.paint_fraction > 0.05
 
@@ -158,7 +161,7 @@ async def test_static_gate_stops_obvious_hostility_before_the_browser():
 async def test_timers_that_never_stop_are_cut_off_with_the_page(good_alone):
     async with Renderer(RenderConfig(browsers=1, timeout_s=10)) as renderer:
         result = await renderer.render((HOSTILE / "timers_forever.js").read_text())
-        assert result.ok, result  # timers are not a violation; the page is simply closed
+        assert "unknown_name" in result.violations, result  # no timer is in the sketch's world
         after = await renderer.render(example(GOOD))
     assert differing_share(after.png, good_alone) < SAME_IMAGE_MAX_PIXEL_SHARE
 

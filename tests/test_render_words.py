@@ -110,6 +110,9 @@ def test_a_short_mark_needs_two_views():
     assert reasons([reading("A+", 0.853, "1/1", grade), reading("+A", 0.907, "1/2 mirrored", grade)]) \
         == ["a mark, read in 2 views"]
     assert reasons([reading("A+", 0.97, "1/1", grade)]) == []  # once only: a shape can read so (36 at 0.77)
+    # outlined pebbles (world_polygon@0): two marks of one place, but not the same mark twice
+    pebbles = (54, 122, 488, 540)
+    assert reasons([reading("08", 0.91, "1/2", pebbles), reading("98", 0.82, "1/1", pebbles)]) == []
 
 
 def test_letters_the_alphabet_lacks_are_caught_by_their_persistence():

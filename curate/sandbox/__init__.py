@@ -5,6 +5,8 @@ PNG and a verdict (gate.py's stable codes), whatever the sketch does.
     from salon.curate.sandbox.render import Renderer, RenderConfig, render_sketches
 
 Floors, lowest first (each module imports only those below it):
+    world.py      what a sketch can name (its compartment's globals), and the code of every other name
+    names.py      the names a sketch uses, from its syntax tree; the source the page evaluates
     gate.py       violation codes, the static checks on source, the verdict merge
     chromium.py   which Chromium, and the switches every sandbox browser starts with
     isolation.py  the browser's own network namespace (or flags where none can be made)
@@ -12,7 +14,7 @@ Floors, lowest first (each module imports only those below it):
     word_rule.py  the text check's rule: which OCR readings a judge would take for writing
     ocr.py        words on the painting itself (the text check: views, forms, time limit)
     gpu_watch.py  the browser's GPU memory, read from outside the page
-    assets.py     the page: its document, policy (CSP) and own scripts (page/*.js: guard, start; ses)
+    assets.py     the page: its document, policy (CSP) and own scripts (page/*.js: guard, facade, start; ses)
     pages.py      long-lived browsers and their pre-warmed, reused pages; the guard's report channel
     capture.py    the painting, read in an isolated world the sketch cannot reach
     render.py     RenderConfig, RenderResult, Renderer: one sketch in, one result out

@@ -4,10 +4,12 @@
     PAGE_CSP                               # the Content-Security-Policy header of the document
 
 The page's own scripts are the guard (page/guard.js, first, before anything else can run), p5,
-p5.brush and the start script (page/start.js). The browser keeps them, given once per page
-(pages.py), and runs them in that order in every new document before the document's own
-content: nothing else crosses from salon to the browser per sketch but an empty document and the
-sketch, served once each, as "/" and SKETCH_PATH. Every other request is refused.
+p5.brush, the facade (page/facade.js: the sketch's world), ses and the start script
+(page/start.js). The browser keeps them, given once per page (pages.py), and runs them in that
+order in every new document before the document's own content. Per sketch, an empty document is
+served once as "/", and the sketch's source crosses as a string in salon's call to start it
+(render.py), to be evaluated in a compartment: it is never a script of the page. Every request but
+the document is refused.
 """
 
 from __future__ import annotations
@@ -17,19 +19,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from salon.curate.sandbox import gate
+from salon.curate.sandbox import world
 from salon.pool.errors import SetupError
 
 PAGE_ORIGIN = "http://salon.sandbox"
-SKETCH_PATH = "/salon-sketch.js"
-GUARD_URL, START_URL = "/salon-guard.js", "/salon-start.js"
 _PAGE_DIR = Path(__file__).parent / "page"
-JS_CONTENT_TYPE = "text/javascript; charset=utf-8"
 HTML_CONTENT_TYPE = "text/html; charset=utf-8"
-# The page's origin is opaque (PAGE_CSP's sandbox), so the sketch's script is another origin's:
-# fetched with CORS, or the browser mutes its errors (no message, no unhandledrejection) and a
-# sketch that throws would look like one that never finishes.
-SCRIPT_HEADERS = {"Access-Control-Allow-Origin": "*"}
 
 
 def find_node_modules(explicit: str = "") -> Path:
@@ -47,7 +42,7 @@ def find_node_modules(explicit: str = "") -> Path:
 @dataclass(frozen=True)
 class PageAssets:
     document: bytes  # "/": an empty page; its policy (PAGE_CSP) comes with it as a header
-    scripts: tuple[str, ...]  # guard, p5, p5.brush, ses, start: run in this order in every new document
+    scripts: tuple[str, ...]  # guard, p5, p5.brush, facade, ses, start: run in this order in every new document
 
 
 # An empty page. The scripts that make it a sandbox are the browser's to run, not the document's:
@@ -58,63 +53,40 @@ DOCUMENT = (b'<!doctype html><html><head><meta charset="utf-8"><style>html,body{
 
 def page_assets(config) -> PageAssets:
     nm = find_node_modules(config.node_modules)
-    guard = (_PAGE_DIR / "guard.js").read_text()
-    guard = guard.replace("__SALON_SIZE__", str(int(config.size)))
-    guard = guard.replace("__SALON_GPU_BUDGET__", str(int(config.gpu_memory_mb) * 2**20))
-    guard = guard.replace("__SALON_GLYPHS__", json.dumps(list(gate.GLYPH_CALLS)))
-    guard = guard.replace("__SALON_GL_PAINT__", json.dumps(list(GL_PAINT)))
-    guard = guard.replace("__SALON_BINDING__", json.dumps(REPORT_BINDING))
-    start = (_PAGE_DIR / "start.js").read_text()
-    start = start.replace("__SALON_BARE__", json.dumps(list(gate.BARE_PRIMITIVES)))
-    start = start.replace("__SALON_TEXT__", json.dumps([c for c in gate.TEXT_CALLS if c not in gate.GLYPH_CALLS]))
-    start = start.replace("__SALON_GLYPHS__", json.dumps(list(gate.GLYPH_CALLS)))
-    start = start.replace("__SALON_SHADERS__", json.dumps(list(gate.SHADER_CALLS)))
-    start = start.replace("__SALON_PIXELS__", json.dumps(list(gate.PIXEL_CALLS)))
-    start = start.replace("__SALON_CALLBACKS__", json.dumps(list(_P5_CALLBACKS)))
-    start = start.replace("__SALON_DOM__", json.dumps(list(_P5_DOM)))
-    sources = {GUARD_URL: guard, "/p5.min.js": (nm / "p5/lib/p5.min.js").read_text(),
-               "/p5.brush.js": (nm / "p5.brush/dist/p5.brush.js").read_text(),
-               "/ses.js": (nm / "ses/dist/lockdown.umd.min.js").read_text(), START_URL: start}
-    # Each keeps its name in stack traces, which is how the guard tells who called (guard.js).
+    page = {name: (_PAGE_DIR / f"{name}.js").read_text() for name in ("guard", "facade", "start")}
+    filled = {
+        "__SALON_SIZE__": str(int(config.size)), "__SALON_GPU_BUDGET__": str(int(config.gpu_memory_mb) * 2**20),
+        "__SALON_BINDING__": json.dumps(REPORT_BINDING), "__SALON_WORLD__": json.dumps(world.WORLD),
+        "__SALON_NAME_CODES__": json.dumps(world.NAME_CODES), "__SALON_FRAMES__": str(int(config.frames)),
+        "__SALON_FRAME_TIME_MS__": str(int(config.frame_budget_s * 1000)),
+    }
+    for name, source in page.items():
+        for marker, value in filled.items():
+            source = source.replace(marker, value)
+        page[name] = source
+    sources = {"/salon-guard.js": page["guard"], "/p5.min.js": (nm / "p5/lib/p5.min.js").read_text(),
+               "/p5.brush.js": (nm / "p5.brush/dist/p5.brush.js").read_text(), "/salon-facade.js": page["facade"],
+               "/ses.js": (nm / "ses/dist/lockdown.umd.min.js").read_text(), "/salon-start.js": page["start"]}
+    # Each keeps a name in stack traces (a page error says which script; the sketch's frames are anonymous).
     return PageAssets(DOCUMENT, tuple(f"{src}\n//# sourceURL={PAGE_ORIGIN}{url}\n" for url, src in sources.items()))
 
 
 # The page's Content Security Policy: enforced by the browser in the page and in every realm
-# it could create (an about:blank frame inherits it), whatever API the sketch reaches for. Scripts
-# only from the page's own origin (the sketch, served once: no inline code, no eval, Function or
-# string timers, no data:/blob: imports); no connection, worker, frame, plugin, image, font or
-# media of any kind; Trusted Types, so no string becomes HTML or script; and a sandbox (scripts
-# allowed, nothing else), so the document's origin is opaque: no cookie, localStorage,
-# sessionStorage, IndexedDB, cache or lock exists for a sketch to leave anything in for the next
-# document of a reused page (pages.py).
+# it could create (an about:blank frame inherits it). Scripts only from the page's own origin (there
+# are none: the page's own are the browser's to run, pages.py); a string becomes code only through
+# the Trusted Types default policy, which guard.js opens only while the sketch's compartment is made
+# and its source evaluated ('unsafe-eval' is what lets that one evaluation happen); no connection,
+# worker, frame, plugin, image, font or media of any kind; and a sandbox (scripts allowed, nothing
+# else), so the document's origin is opaque: no cookie, localStorage, sessionStorage, IndexedDB,
+# cache or lock exists for anything to leave behind for the next document of a reused page (pages.py).
 PAGE_CSP = "; ".join([
-    "default-src 'none'", "script-src 'self'", "style-src 'unsafe-inline'", "img-src 'none'",
+    "default-src 'none'", "script-src 'self' 'unsafe-eval'", "style-src 'unsafe-inline'", "img-src 'none'",
     "connect-src 'none'", "worker-src 'none'", "frame-src 'none'", "child-src 'none'", "object-src 'none'",
     "font-src 'none'", "media-src 'none'", "manifest-src 'none'", "form-action 'none'", "base-uri 'none'",
-    "require-trusted-types-for 'script'", "trusted-types salon", "sandbox allow-scripts",
+    "require-trusted-types-for 'script'", "trusted-types default", "sandbox allow-scripts",
 ])
 
 
-# The WebGL calls that put paint somewhere, or change how later paint lands (guard.js lets them
-# through only from p5.brush, the paper and p5's own frame loop): draws, clears, blits, texture
-# uploads and copies, and the state p5.brush's own paint would inherit (scissor, blending, masks,
-# the viewport, the framebuffer bound).
-GL_PAINT = ("drawArrays drawElements drawArraysInstanced drawElementsInstanced drawRangeElements clear "
-            "clearBufferfv clearBufferiv clearBufferuiv clearBufferfi blitFramebuffer texImage2D "
-            "texSubImage2D texImage3D texSubImage3D copyTexImage2D copyTexSubImage2D copyTexSubImage3D "
-            "compressedTexImage2D compressedTexSubImage2D compressedTexImage3D compressedTexSubImage3D "
-            "scissor enable disable clearColor colorMask blendFunc blendFuncSeparate blendEquation "
-            "blendEquationSeparate blendColor viewport depthMask bindFramebuffer").split()
 # The DevTools binding the guard reports through (pages.py adds it to every page; guard.js takes
 # it and removes it from the window before anything else runs).
 REPORT_BINDING = "__salonReport"
-
-# The sketch's functions p5 calls by name from the window (start.js runs them in the sketch's turn).
-_P5_CALLBACKS = ("setup draw preload mousePressed mouseReleased mouseClicked mouseMoved mouseDragged mouseWheel "
-                 "doubleClicked keyPressed keyReleased keyTyped touchStarted touchMoved touchEnded windowResized "
-                 "deviceMoved deviceTurned deviceShaken").split()
-
-_P5_DOM = ("createDiv createP createSpan createImg createA createSlider createButton createCheckbox "
-           "createSelect createRadio createColorPicker createInput createFileInput createVideo "
-           "createAudio createCapture createElement select selectAll removeElements saveCanvas "
-           "save saveGif saveFrames").split()

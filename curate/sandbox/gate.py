@@ -1,10 +1,12 @@
 """The gate: stable violation codes, static checks on sketch source, and the final verdict.
 
-Static checks run in Python before a browser is touched, on the source with comments and
-string contents blanked (prose in comments must not trip a check; a URL inside a string must
-not hide a `fetch`). What static checks cannot see (`window['fe'+'tch']`, `(0, eval)`,
-`globalThis[...]`) is caught by the page guard (`page/guard.js`) at run time and reported
-with the same codes. `verdict()` merges both into the list a RenderResult carries.
+Static checks run in Python before a browser is touched: the names the sketch uses, read from
+its syntax tree against the sketch's world (names.py, world.py: p5's painting is bare_primitives,
+its text text_label, the page and the network external_access, anything else unknown_name), and
+patterns on the source with comments and string contents blanked (prose in comments must not trip
+a check; a URL inside a string must not hide a `fetch`). What static checks cannot see (a name
+made at run time) the page reports with the same codes (page/guard.js). `verdict()` merges both
+into the list a RenderResult carries.
 
     python -m salon.curate.sandbox.gate sketch.js      # print the static violations of one file
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import re
 import sys
 
+from salon.curate.sandbox import names
 from salon.pool.paint import BLANK_FRACTION
 
 # Stable codes: stored with every candidate and published in the dataset, so a code is only ever
@@ -26,6 +29,7 @@ VIOLATIONS = (
     "text_label",
     "bare_primitives",
     "unknown_brush_method",
+    "unknown_name",
     "no_painting_calls",
     "runtime_error",
     "timeout",
@@ -42,31 +46,12 @@ BRUSH_API = frozenset(
     "noWash noiseSeed pick polygon rect refreshField scaleBrushes seed set spline stroke "
     "strokeWeight vertex wRand wash wiggle".split()
 )
-# Calls that put paint on the canvas. A sketch without one of these paints nothing.
+# Calls that put paint on the canvas. A sketch without one of these paints nothing. A Polygon or
+# Plot of p5.brush's paints through its own methods (fill, draw, hatch), which are no brush.* call.
 BRUSH_PAINTING = frozenset(
     "arc beginStroke circle endShape endStroke flowLine hatch line polygon rect spline "
-    "wash box".split()
+    "wash box Polygon Plot".split()
 )
-# p5 drawing that bypasses p5.brush. `background` is allowed: it is the paper.
-BARE_PRIMITIVES = (
-    "point line rect square circle ellipse arc triangle quad bezier curve beginShape vertex "
-    "endShape bezierVertex curveVertex quadraticVertex beginContour endContour plane box "
-    "sphere cylinder cone torus ellipsoid image model createGraphics createFramebuffer"
-).split()
-# p5's own ways to put pixels on the canvas but for primitives: the page counts them as
-# bare_primitives unless p5.brush calls them (no static check: `set(` and `filter(` are common names).
-PIXEL_CALLS = ("loadPixels updatePixels set copy blend filter").split()
-# Shaders of the sketch's own bypass p5.brush too, and on the GPU path a looping one would hold
-# the card shared with training; the page refuses them (start.js), the source check flags them.
-SHADER_CALLS = (
-    "createShader createFilterShader baseMaterialShader baseNormalShader baseColorShader "
-    "baseStrokeShader baseFilterShader buildMaterialShader buildNormalShader buildColorShader "
-    "buildStrokeShader buildFilterShader shader strokeShader imageShader"
-).split()
-TEXT_CALLS = ("text", "textFont", "textSize", "textToPoints", "textToContours", "loadFont")
-# The ones that put glyphs (or their outlines) on the canvas: text_label whoever calls them, since
-# p5.brush draws no text. The others count when the sketch itself calls them (p5 may set a font).
-GLYPH_CALLS = ("text", "textToPoints", "textToContours")
 EXTERNAL = (
     r"\bfetch\s*\(", r"\bXMLHttpRequest\b", r"\bWebSocket\b", r"\bEventSource\b",
     r"\bsendBeacon\b", r"\bimportScripts\b", r"\bimport\s*\(", r"\beval\s*\(",
@@ -81,9 +66,6 @@ EXTERNAL = (
 )
 _EXTERNAL_RE = re.compile("|".join(EXTERNAL))
 _STRING_URL_RE = re.compile(r"""["'`]\s*(https?:|wss?:|file:|data:|blob:|//)""", re.I)
-_BARE_RE = re.compile(r"(?<![\w$.])(" + "|".join(BARE_PRIMITIVES + SHADER_CALLS) + r")\s*\(")
-_TEXT_RE = re.compile(r"(?<![\w$.])(" + "|".join(TEXT_CALLS) + r")\s*\(|\b(fillText|strokeText)\b")
-_CTX2D_RE = re.compile(r"getContext\s*\(\s*[\"'`]2d")
 _BRUSH_CALL_RE = re.compile(r"\bbrush\s*\.\s*([A-Za-z_$][\w$]*)")
 _ENTRY_RE = re.compile(r"\bfunction\s+(setup|draw)\s*\(|\b(setup|draw)\s*=")
 _WEBGL_RE = re.compile(r"\bcreateCanvas\s*\([^;]*\bWEBGL\b")
@@ -138,10 +120,8 @@ def static_violations(code: str | None) -> list[str]:
         found.add("not_webgl")
     if _EXTERNAL_RE.search(bare) or _STRING_URL_RE.search(stripped):
         found.add("external_access")
-    if _TEXT_RE.search(bare):
-        found.add("text_label")
-    if _BARE_RE.search(bare) or _CTX2D_RE.search(stripped):
-        found.add("bare_primitives")
+    # p5's painting, text and page: names outside the sketch's world (names.py, world.py)
+    found.update(code for code, _ in names.outside_world(code))
     methods = set(_BRUSH_CALL_RE.findall(bare))
     if methods - BRUSH_API:
         found.add("unknown_brush_method")

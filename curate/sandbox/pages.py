@@ -20,26 +20,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import time
 from pathlib import Path
 
 from salon.curate.sandbox.chromium import BASE_CHROMIUM_ARGS
-from salon.curate.sandbox.assets import (HTML_CONTENT_TYPE, JS_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, REPORT_BINDING,
-                                         SCRIPT_HEADERS, SKETCH_PATH)
+from salon.curate.sandbox.assets import HTML_CONTENT_TYPE, PAGE_CSP, PAGE_ORIGIN, REPORT_BINDING
 from salon.curate.sandbox.gpu import driver_env
 from salon.curate.sandbox.gpu_watch import GpuWatch
-
-# A sketch may not name itself: V8 would put the name of its `//# sourceURL=` comment in every
-# stack frame of the sketch, and the guard reads frames to tell whose call it is (guard.js).
-_SOURCE_NAME_RE = re.compile(r"([#@]\s*source(?:Mapping)?URL)(\s*=)")
-SKETCH_NAME = f"\n//# sourceURL={PAGE_ORIGIN}{SKETCH_PATH}\n"
-
-
-def served_sketch(code: str) -> bytes:
-    """The sketch as the page gets it: its own source-name comments defused, salon's name last."""
-    return (_SOURCE_NAME_RE.sub(r"\1-defused\2", code) + SKETCH_NAME).encode("utf-8", "replace")
-
 
 async def give_page_scripts(cdp, scripts: tuple[str, ...]) -> None:
     """The page's own scripts (assets.PageAssets.scripts), once per page: the browser runs them
@@ -86,8 +73,8 @@ class SandboxPage:
         self.network: list[str] = []  # what the browser saw the page try, as guard-style details
         self.crashed = False
         self.killed_for = ""  # why salon killed the page from outside (render.py's GPU memory watch)
-        self.sketch: str | None = None  # set when the sketch starts; served once, as SKETCH_PATH
-        self.served: set[str] = set()  # the document and the sketch are served once each
+        self.sketch: str | None = None  # set when the sketch starts (render.py hands it to the page)
+        self.served: set[str] = set()  # the document is served once
         # What the guard reported over its binding, as it happened: salon's record, not the page's.
         self.violations: list[tuple[str, str]] = []  # (code, detail)
         self.finished: asyncio.Future = asyncio.get_running_loop().create_future()  # the guard's "done" message
@@ -168,13 +155,10 @@ class SandboxBrowser:
         async def route(route):
             req = route.request
             path = req.url[len(PAGE_ORIGIN):] if req.url.startswith(PAGE_ORIGIN) else None
-            if path not in sp.served and (path == "/" or (path == SKETCH_PATH and sp.sketch is not None)):
+            if path == "/" and path not in sp.served:
                 sp.served.add(path)
-                if path == "/":
-                    await route.fulfill(body=assets.document, content_type=HTML_CONTENT_TYPE,
-                                        headers={"Content-Security-Policy": PAGE_CSP})
-                else:
-                    await route.fulfill(body=served_sketch(sp.sketch), content_type=JS_CONTENT_TYPE, headers=SCRIPT_HEADERS)
+                await route.fulfill(body=assets.document, content_type=HTML_CONTENT_TYPE,
+                                    headers={"Content-Security-Policy": PAGE_CSP})
             else:
                 sp.refuse(("navigation to " if req.is_navigation_request() else "request to ") + req.url[:120])
                 await route.abort("blockedbyclient")

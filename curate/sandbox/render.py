@@ -12,28 +12,33 @@ so parallelism comes from browsers, not pages; one render already keeps about 1.
 so the default is one browser per two cores), each in a network namespace of its own
 (isolation.py). Every sketch gets a fresh document, served with a Content Security Policy that
 holds in every realm and makes the document's origin opaque, so no storage exists to leave
-anything in (assets.py). A page (browser context and renderer process: pages.py)
-whose sketch finished with no violation and nothing refused serves the next sketch in a new
-document, its history reset (`sketches_per_page`); any other sketch's page is closed with its
-process. Pages are pre-warmed (p5 and p5.brush already parsed: the browser runs the page's
-scripts in each new document, given once per page) while other sketches render, so a sketch's
-time is its own; every request except the empty document and the sketch, each served once, is
-refused and reported; the guard's violations and its "done" arrive over a binding the sketch
-cannot reach (pages.py), and the painting is then read in an isolated world (capture.py) and by OCR
-(ocr.py), within the sketch's slot. A sketch never raises: bad code gets violation codes (gate.py); a renderer that
-dies under it is retried once in a fresh browser, and a browser that fails a known-good sketch
-too gets `render_unavailable`.
+anything in (assets.py). The sketch's source is checked against its world before a browser is
+touched (gate.py, names.py), then handed to the page as a string and evaluated there in an SES
+compartment whose only globals are a frozen facade of p5.brush and p5's helpers that do not paint
+(page/facade.js, page/start.js). A page (browser context and renderer process: pages.py) whose
+sketch finished with no violation and nothing refused serves the next sketch in a new document,
+its history reset (`sketches_per_page`); any other sketch's page is closed with its process, and
+a sketch that timed out, crashed or held too much memory takes its browser along. Pages are
+pre-warmed (p5 and p5.brush already parsed: the browser runs the page's scripts in each new
+document, given once per page) while other sketches render, so a sketch's time is its own; every
+request except the empty document, served once, is refused and reported; the guard's violations
+and its "done" arrive over a binding the sketch cannot reach (pages.py), and the painting is then
+read in an isolated world (capture.py) and by OCR (ocr.py), within the sketch's slot. A sketch
+never raises: bad code gets violation codes (gate.py); a renderer that dies under it is retried
+once in a fresh browser, and a browser that fails a known-good sketch too gets
+`render_unavailable`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from salon.curate.sandbox import gate, ocr
+from salon.curate.sandbox import gate, names, ocr
 from salon.curate.sandbox.assets import page_assets
 from salon.curate.sandbox.capture import Painting, read_painting
 from salon.curate.sandbox.chromium import BASE_CHROMIUM_ARGS, find_chromium
@@ -72,6 +77,14 @@ def gpu_browsers() -> int:
 class RenderConfig:
     size: Annotated[int, Range(64, 4096), "pixels"] = 600  # canvas is forced to size x size at pixel density 1
     timeout_s: Annotated[float, positive] = 45.0  # hard limit per sketch, page load excluded (heavy paintings take 10+ s on 2 cores)
+    # draw() frames before the painting is read (a sketch without draw() is read after setup);
+    # noLoop() ends sooner. Frames run back to back, not at 60 Hz: a sketch that paints a few strokes
+    # a frame for 120 frames takes well under a second on top of its setup.
+    frames: Annotated[int, Range(1, 100_000)] = 120
+    # ...and frames stop after this much drawing (or half of timeout_s, if less), the painting read
+    # as far as it got: a draw() that repaints everything each frame, never calling noLoop, is read
+    # well inside the timeout
+    frame_time_s: Annotated[float, positive] = 10.0
     # 0 = auto: one per two cores on SwiftShader (one render keeps ~1.8 busy), one per core on the GPU
     browsers: Annotated[int, at_least(0), "0 = one per two cores"] = 0
     # sketches in flight per browser; 0 = auto: 1 on SwiftShader (it queues them), GPU_PAGES on the GPU
@@ -109,6 +122,11 @@ class RenderConfig:
             problems.append(f"gl={self.gl!r} names a GPU flag set, but gpu=off, and no flag set is used while the "
                             "gpu is off: use gpu=auto or on, or drop gl")
         raise_problems("RenderConfig", problems)
+
+    @property
+    def frame_budget_s(self) -> float:
+        """How long draw() frames may run before the painting is read (page/start.js)."""
+        return min(self.frame_time_s, self.timeout_s / 2)
 
     @property
     def gpu_process_limit_mb(self) -> int:
@@ -224,18 +242,19 @@ class Renderer:
         return pids_with_marker({b.marker for b in self._browsers if not b.dead})
 
     async def _browser_for_next(self) -> SandboxBrowser:
-        async with self._restart_lock:
-            for b in self._browsers:
-                if b.dead and b.inflight == 0:
-                    await b.close()
-                    await b.launch()
-                elif b.renders >= self.config.recycle_after and b.inflight == 0:
-                    await b.close()  # recycle: a fresh browser keeps memory flat
-                    await b.launch()
-            live = [b for b in self._browsers if not b.dead]
-            if not live:
-                raise RuntimeError("no live browser")
-            return min(live, key=lambda b: (b.inflight, b.renders))
+        while True:
+            async with self._restart_lock:
+                for b in self._browsers:
+                    if b.dead and b.inflight == 0:
+                        await b.close()
+                        await b.launch()
+                    elif b.renders >= self.config.recycle_after and b.inflight == 0:
+                        await b.close()  # recycle: a fresh browser keeps memory flat
+                        await b.launch()
+                live = [b for b in self._browsers if not b.dead]
+                if live:
+                    return min(live, key=lambda b: (b.inflight, b.renders))
+            await asyncio.sleep(0.05)  # every browser is to be replaced once its sketches in flight end
 
     async def render(self, code: str | None, seed: int = 0, timeout_s: float | None = None) -> RenderResult:
         """Render one sketch. Never raises for bad code; infrastructure failures come back
@@ -248,7 +267,8 @@ class Renderer:
         t0 = time.perf_counter()
         static = gate.static_violations(code)
         if static and not self.config.render_rejects:
-            return RenderResult(ok=False, violations=static, render_ms=_ms(t0))
+            return RenderResult(ok=False, violations=static, render_ms=_ms(t0),
+                                details=[detail for _, detail in names.outside_world(code or "")])
         timeout_s = timeout_s or self.config.timeout_s
         # A slot covers the drawing and the reading (paint fraction, OCR), though the browser is let go
         # once it has drawn: both are CPU work, and with the reading outside the slot 16 browsers drew
@@ -311,13 +331,15 @@ class Renderer:
             browser.dead = True
             return RenderResult.infra(f"render_unavailable: page could not open: {e}"), True
         t0 = time.perf_counter()
-        sp.sketch = code or ""  # None (render_rejects) is served as an empty sketch: no_sketch, nothing else
+        sp.sketch = code or ""  # None (render_rejects) is an empty sketch: no_sketch, nothing else
         status, errors, painting, extra = "error", [], None, []
         watch = asyncio.ensure_future(self._watch_gpu(browser, sp, self.config.gpu_process_limit_mb))
         try:
-            # start() returns at once; the guard's "done" comes over its binding (pages.py)
+            # start() returns once the sketch's top level has run; the guard's "done" comes over its
+            # binding (pages.py). The source is a string literal, evaluated in a compartment (start.js).
+            source = json.dumps(names.prepared(sp.sketch))
             await asyncio.wait_for(sp.cdp.send("Runtime.evaluate", {
-                "expression": f"window.__salon.start({int(seed) & 0xFFFFFFFF})"}), timeout_s)
+                "expression": f"window.__salon.start({int(seed) & 0xFFFFFFFF}, {source})"}), timeout_s)
             left = lambda: max(0.1, timeout_s - (time.perf_counter() - t0))  # noqa: E731
             done = await asyncio.wait_for(asyncio.shield(sp.finished), left())
             status, errors = str(done.get("status")), [str(e)[:500] for e in done.get("errors", [])][:20]
@@ -348,6 +370,11 @@ class Renderer:
         clean = status == "ok" and png and not reported and not network and not static and not sp.crashed
         if not browser.reuse(sp, clean) and not await sp.close():
             browser.dead = True  # a page that will not close means a wedged browser: replace it
+        # A sketch that held the browser (a timeout: its GPU process may still be drawing it), crashed
+        # its renderer or was refused for the memory it held takes its browser with it: the next
+        # sketch starts in a fresh one, its GPU process included, never behind what this one left.
+        if status == "timeout" or sp.crashed or sp.killed_for or any("memory budget" in d for _, d in reported):
+            browser.dead = True
         return Drawn(png, painting, static, reported, network, status, errors, render_ms, browser.r.gl.name), sp.crashed
 
     async def read_drawn(self, drawn: Drawn | RenderResult) -> RenderResult:

@@ -16,7 +16,8 @@ threshold here on legitimate paintings before it rejected anything):
             character (三三, AAAAAAA) counts for nothing; when one character is most of the string
             (GOOOOD, or the trees' AAALRAAL) it must read >= 0.9;
   mark      two characters, a letter or digit among them (A+, 10, OK), read >= 0.8 in two views
-            of the same place (the same mark, mirrored or at another size);
+            of the same place as the same two characters (mirrored or at another size): outlined
+            pebbles read as "08" in one view and "98" in another;
   rating    3 or more stars (★☆) in one reading >= 0.45 of a region laid out as a row of them
             (its width at least 0.9 x stars x its height): a starry sky's stars cluster, a rating lines up;
   persistent  the same place read as 4 or more varied letters in 4 or more views and forms, each
@@ -48,7 +49,7 @@ SAME_PLACE = 0.5  # two readings are of the same place when their boxes overlap 
 
 WORD_RULE = (f"word: >= {MIN_WORD_WEIGHT} letters/digits of any script (CJK counts 2) at >= {WORD_CONFIDENCE}, "
              f">= {DOMINATED_CONFIDENCE} when one character is over {DOMINATED_SHARE:.0%}, never one character repeated; "
-             f"mark: 2 characters with a letter/digit at >= {MARK_CONFIDENCE} in 2 views of a place; "
+             f"mark: the same 2 characters with a letter/digit at >= {MARK_CONFIDENCE} in 2 views of a place; "
              f"rating: >= {MIN_STARS} stars at >= {RATING_CONFIDENCE} laid out in a row; "
              f"persistent: >= {PERSISTENT_LETTERS} varied letters at >= {PERSISTENT_CONFIDENCE} in >= {PERSISTENT_VIEWS} "
              "views and forms of one place")
@@ -103,6 +104,20 @@ def is_persistent_line(text: str, confidence: float) -> bool:
     return len(chars) >= PERSISTENT_LETTERS and confidence >= PERSISTENT_CONFIDENCE and top_share(chars) <= VARIED_SHARE
 
 
+def repeated_mark(marks: list) -> Writing | None:
+    """The same mark (its two characters, in either order: a mirrored view reverses them) read in two
+    views of one place. Outlined pebbles read as "08" in one view and "98" in another: shapes the
+    recogniser takes for digits, but never the same digits twice."""
+    by_mark: dict[tuple[str, ...], list] = {}
+    for r in marks:
+        by_mark.setdefault(tuple(sorted(ch.casefold() for ch in r.text if not ch.isspace())), []).append(r)
+    seen = [found for found in by_mark.values() if len(found) >= 2]
+    if not seen:
+        return None
+    best = max(seen, key=len)
+    return Writing(max(best, key=lambda r: r.confidence), f"a mark, read in {len(best)} views")
+
+
 def same_place(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
     overlap_w = min(a[2], b[2]) - max(a[0], b[0])
     overlap_h = min(a[3], b[3]) - max(a[1], b[1])
@@ -135,8 +150,8 @@ def writing(readings: list) -> list[Writing]:
             found.append(Writing(max(words, key=lambda r: r.confidence), "a word"))
         elif ratings:
             found.append(Writing(max(ratings, key=lambda r: r.confidence), "a row of rating stars"))
-        elif len(marks) >= 2:
-            found.append(Writing(max(marks, key=lambda r: r.confidence), f"a mark, read in {len(marks)} views"))
+        elif (mark := repeated_mark(marks)) is not None:
+            found.append(mark)
         elif len(lines) >= PERSISTENT_VIEWS:
             found.append(Writing(best, f"a line of varied letters in {len(lines)} views ({', '.join(sorted(lines))})"))
     return found

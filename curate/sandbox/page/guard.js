@@ -1,28 +1,24 @@
 // salon page guard: the first script of every sandbox page, before p5 loads.
 //
-// What holds by construction lives outside this file: the browser has no network (its own
-// network namespace, or WebRTC/QUIC/proxy flags: isolation.py), and the page's Content Security
-// Policy (render.py) forbids, in this realm and in any realm it could create, every connection,
-// worker, frame load, plugin, image, font, string-to-code (eval, Function, string timers, script
-// text) and string-to-HTML sink. This file adds the rules the browser cannot state, judged by
-// what happens, never by who is on the call stack:
-//   - after the sketch starts, any glyph drawing is text_label (p5.brush draws no text);
-//   - after the sketch starts, the document may gain or lose only canvases (p5's): a
-//     MutationObserver over the whole tree reports anything else, and nodes that would bring a
-//     new realm (frames, objects, embeds) or a shadow tree are refused before they exist;
-//   - every WebGL allocation is charged to the page's GPU budget;
-//   - Math.random is seeded, and nothing the sketch can reach changes the verdict's state.
-// Everything it reports is a stable violation code (gate.py). Blocked calls throw.
+// The sketch never runs in this realm's global scope: start.js evaluates it in an SES Compartment
+// whose whole world is a frozen facade of p5.brush and of p5's helpers that do not paint
+// (facade.js). It cannot name a window, a document, p5, a canvas, a context or a timer, so nothing
+// here asks who called. What holds by construction lives outside this file too: the browser has
+// no network (its own network namespace, or WebRTC/QUIC/proxy flags: isolation.py), and the page's
+// Content Security Policy (assets.py) forbids every connection, worker, frame load, plugin, image
+// and font, and lets a string become code only while start.js builds the compartment and
+// evaluates the sketch (the Trusted Types default policy below).
 //
-// The realm is the sketch's too, so nothing here trusts what the sketch could change: every
-// JavaScript intrinsic is frozen (ses lockdown, at the end of start.js) before the sketch runs,
-// the DOM and WebGL functions this file calls are the ones it kept before any sketch ran, each
-// violation leaves the page as it happens over a DevTools binding the sketch never sees
-// (pages.py), and the painting is read by salon from an isolated world (render.py), never here.
+// What this file adds is about the page's own libraries, which act on the sketch's behalf:
+//   - every WebGL allocation and canvas size is charged to the page's GPU budget (p5.brush
+//     allocates for the sketch: a huge scale or brush is refused here, whatever asked for it);
+//   - after the start, the document may gain or lose only canvases (p5's);
+//   - Math.random is seeded;
+//   - errors and the result leave the page over a DevTools binding the sketch never sees
+//     (pages.py), each as it happens; salon's record of them is the verdict, and the painting is
+//     read from an isolated world (capture.py), never here.
 (() => {
   "use strict";
-  const SKETCH = "salon-sketch.js", GUARD = "salon-guard.js", START = "salon-start.js";
-  const BRUSH = "/p5.brush.js", P5 = "/p5.min.js";
   const SIZE = __SALON_SIZE__, GPU_BUDGET = __SALON_GPU_BUDGET__;
   // The channel out: a DevTools binding (Runtime.addBinding, pages.py), taken and removed from
   // the window before anything else runs. Each call is an event at salon's end: what was sent
@@ -30,30 +26,14 @@
   const BINDING = __SALON_BINDING__;
   const send = window[BINDING];
   delete window[BINDING];
-  const stringify = JSON.stringify, E = Error, apply = Reflect.apply;
+  const stringify = JSON.stringify, apply = Reflect.apply;
   const post = (message) => { if (typeof send === "function") send(stringify(message)); };
-  // A value of the sketch's, named without running any of its code (no toString, no getter).
-  const named = (v) => (typeof v === "string" ? v : typeof v === "number" || typeof v === "boolean" ? String(v) : "a " + typeof v);
   // A reused page's documents share one browsing context, whose name outlives a navigation
   // (render.py): emptied before anything else can run.
   window.name = "";
-  // Internal state: in this closure, never on window. The verdict itself is salon's record of what
-  // was posted (pages.py), not state of the page's.
-  const I = { errors: [], seed: 0, size: SIZE, started: false, settled: false,
-    own: new WeakSet(), mode: "page", paperDepth: 0 };  // own: nodes this page inserts itself (the sketch's script element)
+  // Internal state: in this closure, never on window.
+  const I = { errors: [], seed: 0, size: SIZE, started: false, settled: false, evaluating: false };
   const define = (obj, name, value) => Object.defineProperty(obj, name, { value, writable: false, configurable: false });
-  // A prototype's method fixed for good, that an instance may still shadow with one of its own by
-  // assignment (p5 wraps some of its WebGL context's methods so): the shadow still ends in this one.
-  const overridable = (proto, name, value) => Object.defineProperty(proto, name, { configurable: false, get() { return value; },
-    set(v) {
-      if (this === proto) throw new TypeError("salon sandbox: " + name + " is fixed");
-      Object.defineProperty(this, name, { value: v, writable: true, enumerable: true, configurable: true });
-    } });
-  // Fixed, so a sketch cannot empty the stacks every "who called" check reads (stackTraceLimit = 0).
-  // The caller is at most the sixth frame of such a stack (frames(), I.caller, a check and a
-  // wrapper or two of this page's); 16 leaves room and keeps the check cheap, since it runs on
-  // every p5 primitive and WebGL paint call p5.brush makes.
-  define(Error, "stackTraceLimit", 16);
 
   // Mulberry32, reseeded per sketch; p5.brush seeds its own PRNG from Math.random at load.
   let state = 1;
@@ -66,105 +46,27 @@
   I.reseed = (seed) => { state = seed | 0; };
   define(Math, "random", random);
 
-  // Who called, read from a stack only this page can shape: its depth is fixed above, the
-  // sketch's own sourceURL comments are defused before it is served (pages.py), and the stack
-  // hook (Error.prepareStackTrace) is put back to lockdown's own before every read (start.js sets
-  // I.resetStacks). The page's own frames (this file and start.js) are never the caller, nor are
-  // native frames (Array.prototype.forEach, a bound function).
-  I.resetStacks = () => {};
-  const frames = () => {
-    I.resetStacks();
-    return String(new E().stack).split("\n").slice(1).filter((l) => l.includes("://") && !l.includes(GUARD) && !l.includes(START));
-  };
-  // The sketch called this itself: its frame is the first, or no script frame is there at all
-  // (a bound function a timer or promise called). Used where p5 makes the same call on the
-  // sketch's behalf (2D contexts, shaders, bitmaps), never for text, DOM or network.
-  I.sketchCalled = () => { const f = frames(); return f.length === 0 || f[0].includes(SKETCH); };
-  // Whose paint this is: the innermost frame of the sketch or of p5.brush decides (sketch code
-  // that p5.brush runs, an option's valueOf or a getter, is the sketch's); with neither, "p5" when
-  // p5's own code is running (its frame loop), else "none" (a bare native a timer called).
-  I.caller = () => {
-    let p5 = false;
-    for (const l of frames()) {
-      if (l.includes(SKETCH)) return "sketch";
-      if (l.includes(BRUSH)) return "brush";
-      if (l.includes(P5)) p5 = true;
-    }
-    return p5 ? "p5" : "none";
-  };
-  // Whose turn it is (start.js keeps it): "brush" inside a brush.* call or one of p5.brush's own
-  // frame hooks, "sketch" inside setup, draw or a function the sketch handed to p5.brush, "page"
-  // otherwise (p5's frame loop, the page's own code, and anything a timer or promise runs).
-  // Paint may reach the canvas from the paper (background, clear, the canvas itself: start.js),
-  // from p5.brush's turn and from p5's own code in the page's, never from the sketch's code.
-  I.paintAllowed = () => {
-    if (I.paperDepth > 0) return true;
-    if (I.mode === "sketch") return false;
-    const who = I.caller();
-    return I.mode === "brush" ? who !== "sketch" : who === "brush" || who === "p5";
-  };
   let sent = 0;  // violations posted; the final report carries the count (render.py checks it)
   const told = new Set();  // each distinct line is posted once (a bare loop would repeat it)
   const flag = (code, detail) => {
-    const line = code + ": " + named(detail).slice(0, 200);
+    const line = code + ": " + String(detail).slice(0, 200);
     if (told.has(line)) return;
     told.add(line);
     if (sent < 500) { sent++; post({ t: "violation", code, detail: line }); }
   };
   I.flag = flag;
   const refuse = (code, what) => { flag(code, what); return new TypeError("salon sandbox: " + what + " is not allowed"); };
-  const blocked = (what) => refuse("external_access", what);
 
-  // Network: the browser has none; these only name what was tried (a CSP report would too).
-  const deny = (obj, name, what) => {
-    if (!obj || !(name in obj)) return;
-    const f = function () { throw blocked(what || name); };
-    try { define(obj, name, f); } catch (e) { obj[name] = f; }
-  };
-  define(window, "fetch", function () { return Promise.reject(blocked("fetch")); });
-  for (const name of ["XMLHttpRequest", "WebSocket", "WebSocketStream", "WebTransport", "EventSource", "Worker",
-    "SharedWorker", "RTCPeerConnection", "webkitRTCPeerConnection", "RTCDataChannel", "BroadcastChannel",
-    "alert", "confirm", "prompt"]) deny(window, name);
-  deny(window, "open", "window.open");
-  deny(Navigator.prototype, "sendBeacon");
-  if (navigator.serviceWorker) deny(Object.getPrototypeOf(navigator.serviceWorker), "register", "serviceWorker");
+  // Code from strings: the policy admits it only through this default policy, and this policy only
+  // while start.js makes the compartment and evaluates the sketch in it. A string a library or the
+  // compartment's own eval hands over later is refused by the browser (and reported below).
+  trustedTypes.createPolicy("default", { createScript: (source) => (I.evaluating ? source : null) });
   document.addEventListener("securitypolicyviolation", (e) => {
     if (I.started) flag("external_access", "blocked by the page's policy (" + e.violatedDirective + "): " + String(e.blockedURI || e.sample || "").slice(0, 100));
   });
 
-  // Code from strings: the policy forbids eval in every realm; this names the attempt, and code
-  // that would have drawn text is text_label too, whichever job handed it over.
-  const GLYPHS = new RegExp("\\b(" + [...__SALON_GLYPHS__, "fillText", "strokeText"].join("|") + ")\\b");
-  const fromString = (what, args) => {
-    const refused = blocked(what);  // first: the sketch's own toString below may throw
-    if (args.some((a) => GLYPHS.test(String(a)))) flag("text_label", what + " of code that draws text");
-    return refused;
-  };
-  const realEval = window.eval;
-  define(window, "eval", function (src) { if (I.started) throw fromString("eval", [src]); return realEval(src); });
-  const guardCtor = (Ctor) => new Proxy(Ctor, {
-    apply(t, self, args) { if (I.started) throw fromString("Function", args); return Reflect.apply(t, self, args); },
-    construct(t, args) { if (I.started) throw fromString("Function", args); return Reflect.construct(t, args); },
-  });
-  const GuardedFunction = guardCtor(Function);
-  define(window, "Function", GuardedFunction);
-  // Left configurable: lockdown (start.js) replaces these with inert constructors of its own.
-  const replaceable = (obj, name, value) => Object.defineProperty(obj, name, { value, writable: false, configurable: true });
-  replaceable(Function.prototype, "constructor", GuardedFunction);
-  for (const fn of [async function () {}, function* () {}, async function* () {}]) {
-    const proto = Object.getPrototypeOf(fn);
-    replaceable(proto, "constructor", guardCtor(proto.constructor));
-  }
-  for (const name of ["setTimeout", "setInterval"]) {
-    const real = window[name];
-    define(window, name, function (cb, ...rest) { if (typeof cb !== "function") throw fromString(name + "(string)", [cb]); return real.call(window, cb, ...rest); });
-  }
-
   // The document: after the start, only canvases come and go (p5 makes and replaces its own).
-  const REALMS = "iframe,frame,frameset,object,embed,portal,fencedframe";
-  const bringsRealm = (n) => !!n && typeof n === "object" && (n.nodeType === 1 || n.nodeType === 11) &&
-    ((n.matches && n.matches(REALMS)) || !!(n.querySelector && n.querySelector(REALMS)));
-  const allowedNode = (n) => I.own.has(n) || n.nodeType === 1 && (n.localName === "canvas" || (n.localName === "main" && [...n.children].every((c) => c.localName === "canvas")));
+  const allowedNode = (n) => n.nodeType === 1 && (n.localName === "canvas" || (n.localName === "main" && [...n.children].every((c) => c.localName === "canvas")));
   const allowedAttr = (n, a) => (n.localName === "canvas" || n.localName === "main") && /^(style|width|height|class|id|tabindex|role|aria-.*|data-.*)$/.test(a);
   const judge = (records) => {
     if (!I.started) return;
@@ -183,50 +85,11 @@
   observer.observe(document, { childList: true, subtree: true, attributes: true, characterData: true });
   const takeRecords = MutationObserver.prototype.takeRecords;
   I.flushDom = () => judge(apply(takeRecords, observer, []));
-  // A new realm (a frame's window, an object's document) is refused before it exists: its
-  // globals would be untouched by this file. Whatever method inserts it, whoever calls.
-  const INSERTERS = [[Node.prototype, ["appendChild", "insertBefore", "replaceChild"]],
-    [Element.prototype, ["append", "prepend", "after", "before", "replaceWith", "insertAdjacentElement", "replaceChildren", "moveBefore"]],
-    [CharacterData.prototype, ["after", "before", "replaceWith"]], [DocumentType.prototype, ["after", "before", "replaceWith"]],
-    [Document.prototype, ["append", "prepend", "replaceChildren", "moveBefore", "adoptNode", "importNode"]],
-    [DocumentFragment.prototype, ["append", "prepend", "replaceChildren", "moveBefore"]],
-    [Range.prototype, ["insertNode", "surroundContents"]]];
-  for (const [proto, names] of INSERTERS) {
-    for (const name of names) {
-      const real = proto[name];
-      if (typeof real !== "function") continue;
-      define(proto, name, function (...a) {
-        if (I.started && a.some(bringsRealm)) throw blocked("a new realm (" + name + " of a frame, object or embed)");
-        return real.apply(this, a);
-      });
-    }
-  }
-  const realAttachShadow = Element.prototype.attachShadow;
-  define(Element.prototype, "attachShadow", function (...a) { if (I.started) throw blocked("attachShadow (a tree the observer cannot see)"); return realAttachShadow.apply(this, a); });
-  for (const name of ["write", "writeln", "open"]) deny(Document.prototype, name, "document." + name);
-  for (const [proto, prop] of [[HTMLImageElement.prototype, "src"], [HTMLImageElement.prototype, "srcset"],
-      [HTMLLinkElement.prototype, "href"], [HTMLIFrameElement.prototype, "src"], [HTMLIFrameElement.prototype, "srcdoc"],
-      [HTMLMediaElement.prototype, "src"], [HTMLSourceElement.prototype, "src"], [HTMLFormElement.prototype, "action"]]) {
-    Object.defineProperty(proto, prop, { set(v) { throw blocked(prop + "=" + named(v).slice(0, 80)); }, get() { return ""; }, configurable: false });
-  }
-
-  // Text: any glyph drawing in any 2D context after the start, whoever asks.
-  I.text = (what) => { if (I.started) throw refuse("text_label", what); };
-  for (const C of [window.CanvasRenderingContext2D, window.OffscreenCanvasRenderingContext2D]) {
-    if (!C) continue;
-    for (const name of Object.getOwnPropertyNames(C.prototype)) {
-      const d = Object.getOwnPropertyDescriptor(C.prototype, name);
-      // fillText, strokeText, and whatever draws text or elements next (drawFormattedText, drawElement...)
-      if (typeof d.value !== "function" || name === "measureText" || !/text|element|formatted/i.test(name)) continue;
-      const real = d.value;
-      define(C.prototype, name, function (...a) { I.text(name); return real.apply(this, a); });
-    }
-  }
 
   // GPU memory. On the GPU path a page shares the card with training; on SwiftShader it is the
   // host's memory. Every WebGL allocation (each texture level and face, renderbuffers, buffers,
   // copies, compressed uploads, drawing buffers and their resizes) is charged per page, and one
-  // past GPU_BUDGET throws. Shader source is only accepted from p5 and p5.brush.
+  // past GPU_BUDGET throws.
   const GL = [window.WebGLRenderingContext, window.WebGL2RenderingContext].filter(Boolean);
   const held = new WeakMap();  // WebGL object or context -> Map(part -> bytes)
   const bound = new WeakMap();  // context -> {unit, objects bound per target}
@@ -253,30 +116,13 @@
     src.videoHeight || src.naturalHeight || src.displayHeight || src.codedHeight || src.height || 0] : [0, 0];
   const CUBE = (t) => t >= 0x8515 && t <= 0x851a;
   const texAt = (gl, target) => stateOf(gl).at.get("t" + (CUBE(target) ? 0x8513 : target) + ":" + stateOf(gl).unit);
-  // Losing the context on purpose leaves nothing to capture; neither p5 nor p5.brush asks.
-  for (const C of GL) {
-    const real = C.prototype.getExtension;
-    define(C.prototype, "getExtension", function (asked) {
-      const name = String(asked);  // once: a toString of the sketch's could answer differently the second time
-      if (/lose_context/i.test(name)) { flag("bare_primitives", "getExtension(" + name.slice(0, 40) + ")"); return null; }
-      return real.call(this, name);
-    });
-  }
-  // One wrapper per method; each check registered for it runs before the real call, in order,
-  // and a check that answers SKIP keeps the call from happening at all.
-  const SKIP = {};
-  const glChecks = new Map();
+  // One wrapper per method, fixed on the prototype; p5 shadows some methods on its context by
+  // assignment, which still ends in this one.
   const wrapGL = (name, before) => {
-    if (glChecks.has(name)) { glChecks.get(name).push(before); return; }
-    const checks = [before];
-    glChecks.set(name, checks);
     for (const C of GL) {
       const real = C.prototype[name];
       if (typeof real !== "function") continue;
-      overridable(C.prototype, name, function (...a) {
-        for (const check of checks) if (check(this, a) === SKIP) return undefined;
-        return apply(real, this, a);
-      });
+      define(C.prototype, name, function (...a) { before(this, a); return apply(real, this, a); });
     }
   };
   wrapGL("activeTexture", (gl, a) => { stateOf(gl).unit = a[0]; });
@@ -289,56 +135,34 @@
     charge(texAt(gl, a[0]), level(a), w * h * perPixel(type, internal), "a " + w + "x" + h + " texture");
   });
   wrapGL("copyTexImage2D", (gl, a) => charge(texAt(gl, a[0]), level(a), a[5] * a[6] * perPixel(0, a[2]), "a " + a[5] + "x" + a[6] + " texture copy"));
-  wrapGL("compressedTexImage2D", (gl, a) => charge(texAt(gl, a[0]), level(a), Math.max(a[3] * a[4], (a[6] && a[6].byteLength) || a[6] || 0), "a compressed texture"));
   wrapGL("texImage3D", (gl, a) => charge(texAt(gl, a[0]), level(a), a[3] * a[4] * a[5] * perPixel(a[8], a[2]), "a 3D texture"));
-  wrapGL("compressedTexImage3D", (gl, a) => charge(texAt(gl, a[0]), level(a), Math.max(a[3] * a[4] * a[5], (a[7] && a[7].byteLength) || a[7] || 0), "a compressed 3D texture"));
   wrapGL("texStorage2D", (gl, a) => charge(texAt(gl, a[0]), "storage", a[3] * a[4] * perPixel(0, a[2]) * (a[1] > 1 ? 1.34 : 1) * (a[0] === 0x8513 ? 6 : 1), "a " + a[3] + "x" + a[4] + " texture"));
-  wrapGL("texStorage3D", (gl, a) => charge(texAt(gl, a[0]), "storage", a[3] * a[4] * a[5] * perPixel(0, a[2]) * (a[1] > 1 ? 1.34 : 1), "a 3D texture"));
   wrapGL("renderbufferStorage", (gl, a) => charge(stateOf(gl).at.get("r"), "storage", a[2] * a[3] * 4, "a " + a[2] + "x" + a[3] + " renderbuffer"));
   wrapGL("renderbufferStorageMultisample", (gl, a) => charge(stateOf(gl).at.get("r"), "storage", Math.max(1, a[1]) * a[3] * a[4] * 4, "a multisampled renderbuffer"));
   wrapGL("bufferData", (gl, a) => charge(stateOf(gl).at.get("b" + a[0]), "data", typeof a[1] === "number" ? a[1] : (a[1] && a[1].byteLength) || 0, "a buffer"));
-  wrapGL("drawingBufferStorage", (gl, a) => charge(pixelsOf.get(gl), "pixels", a[1] * a[2] * 12, "a " + a[1] + "x" + a[2] + " drawing buffer"));
   for (const name of ["deleteTexture", "deleteRenderbuffer", "deleteBuffer"]) wrapGL(name, (gl, a) => release(a[0]));
-  // Paint: whatever draws into, clears, scissors, blits or uploads to a WebGL context counts only
-  // from p5.brush, the paper and p5's own frame loop (I.paintAllowed); the sketch's own, straight
-  // or through drawingContext, _renderer, a p5 helper or a bound function, is bare_primitives,
-  // and never happens. It is skipped, not thrown: p5 stays whole, so the painting p5.brush made
-  // is still there to see beside the verdict.
-  for (const name of __SALON_GL_PAINT__) {
-    wrapGL(name, () => {
-      if (!I.started || I.paintAllowed()) return undefined;
-      flag("bare_primitives", "WebGL " + name + " outside p5.brush");
-      return SKIP;
-    });
-  }
-  wrapGL("shaderSource", () => { if (I.sketchCalled()) { flag("bare_primitives", "shaderSource"); throw new TypeError("salon sandbox: shaders of the sketch's own are not allowed"); } });
   // Each canvas with a context holds its pixels for as long as it lives, at whatever size its width
   // and height are set to: a WebGL drawing buffer (colour, depth, antialiasing), or a 2D canvas's
   // backing and its copy for display, which sit on the card where Canvas2D is drawn there (the
   // vulkan-canvas path). They are charged to a token per canvas, released when the canvas is
-  // collected (p5.brush makes a scratch canvas per mask size and drops the last). A 2D or raw
-  // WebGL context of the sketch's own bypasses p5.brush.
+  // collected (p5.brush makes a scratch canvas per mask size and drops the last).
   const pixelsOf = new WeakMap();  // canvas, and its context -> the token its pixels are charged to
-  const whenCollected = window.FinalizationRegistry ? new FinalizationRegistry(release) : null;
-  const onCollect = whenCollected && FinalizationRegistry.prototype.register.bind(whenCollected);
+  const whenCollected = new FinalizationRegistry(release);
   const chargeCanvas = (canvas, w = canvas.width, h = canvas.height) => {
     const token = pixelsOf.get(canvas);
     if (token) charge(token, "pixels", w * h * token.perPixel, "a " + w + "x" + h + " canvas");
   };
   for (const C of [window.HTMLCanvasElement, window.OffscreenCanvas]) {
-    if (!C) continue;
     const real = C.prototype.getContext;
-    define(C.prototype, "getContext", function (asked, ...a) {
-      const kind = String(asked);  // once, as getExtension's name
+    define(C.prototype, "getContext", function (kind, ...a) {
       if (I.makingPainting && this instanceof HTMLCanvasElement) I.madeCanvas = this;  // start.js: createCanvas
-      else if (I.sketchCalled()) flag("bare_primitives", "getContext(" + kind + ")");
-      const ctx = real.call(this, kind, ...a);
+      const ctx = apply(real, this, [kind, ...a]);
       if (ctx && !pixelsOf.has(this)) {
-        const webgl = kind.startsWith("webgl");  // a canvas keeps the kind of its first context
+        const webgl = String(kind).startsWith("webgl");  // a canvas keeps the kind of its first context
         const token = { webgl, perPixel: webgl ? 12 : 8 };
         pixelsOf.set(this, token);
         pixelsOf.set(ctx, token);
-        if (onCollect) onCollect(this, token);
+        whenCollected.register(this, token);
         chargeCanvas(this);
       }
       return ctx;
@@ -349,57 +173,12 @@
       Object.defineProperty(C.prototype, prop, { ...d, configurable: false, set(v) {
         const n = Math.max(0, Math.floor(Number(v)) || 0);
         chargeCanvas(this, prop === "width" ? n : this.width, prop === "height" ? n : this.height);
-        d.set.call(this, v);
+        apply(d.set, this, [v]);
       } });
     }
   }
 
-  // Every ImageBitmap is a copy of its source's pixels (on the card where the source is), held
-  // until closed or collected: a loop of createImageBitmap or transferToImageBitmap would hoard them.
-  const bitmapDims = (src, a) => (a.length >= 4 ? [a[2], a[3]] : dims(src));
-  const bitmaps = new WeakMap();  // ImageBitmap -> the token its pixels are charged to
-  // The token a new bitmap of w x h is charged to, before the browser makes it.
-  const bitmapToken = (what, w, h) => {
-    if (I.sketchCalled()) flag("bare_primitives", what);
-    const token = {};
-    charge(token, "bitmap", Math.abs(w * h) * 4, "a " + w + "x" + h + " image bitmap");
-    return token;
-  };
-  const heldAs = (bitmap, token) => { bitmaps.set(bitmap, token); if (onCollect) onCollect(bitmap, token); return bitmap; };
-  if (window.createImageBitmap) {
-    const real = window.createImageBitmap;
-    define(window, "createImageBitmap", function (src, ...a) {
-      const token = bitmapToken("createImageBitmap", ...bitmapDims(src, a));
-      return real.call(this, src, ...a).then((bitmap) => heldAs(bitmap, token));
-    });
-  }
-  if (window.OffscreenCanvas && OffscreenCanvas.prototype.transferToImageBitmap) {
-    const real = OffscreenCanvas.prototype.transferToImageBitmap;
-    define(OffscreenCanvas.prototype, "transferToImageBitmap", function () {
-      const token = bitmapToken("transferToImageBitmap", this.width, this.height);
-      return heldAs(real.call(this), token);
-    });
-  }
-  if (window.ImageBitmap) {
-    const real = ImageBitmap.prototype.close;
-    define(ImageBitmap.prototype, "close", function () { release(bitmaps.get(this)); return real.call(this); });
-  }
-  // Other holders of pixels or GPU work that a p5.brush painting never needs are refused outright:
-  // video frames and codecs (a VideoFrame of a canvas is a copy of it, on the card where the canvas
-  // is), canvas streams and recorders, and WebGPU (absent from this insecure origin anyway: its
-  // compute shaders would hold the card as a looping WebGL shader would).
-  for (const name of ["VideoFrame", "VideoEncoder", "VideoDecoder", "ImageDecoder", "AudioEncoder", "AudioDecoder",
-    "MediaRecorder", "MediaStreamTrackProcessor", "MediaStreamTrackGenerator", "VideoTrackGenerator"]) {
-    if (name in window) define(window, name, function () { throw refuse("bare_primitives", name); });
-  }
-  for (const C of [window.HTMLCanvasElement, window.HTMLMediaElement]) {
-    if (C && C.prototype.captureStream) define(C.prototype, "captureStream", function () { throw refuse("bare_primitives", "captureStream"); });
-  }
-  if ("gpu" in Navigator.prototype) {
-    Object.defineProperty(Navigator.prototype, "gpu", { get() { throw refuse("bare_primitives", "WebGPU"); }, configurable: false });
-  }
-
-  // Errors and the result. The painting is the canvas p5's createCanvas made (start.js); salon
+  // Errors and the result. The painting is the canvas p5's createCanvas made (facade.js); salon
   // reads it from an isolated world once "done" arrives (render.py), so nothing here touches it.
   I.finish = (status) => {
     if (I.settled) return;
@@ -409,40 +188,68 @@
     if (canvas && !(pixelsOf.get(canvas) || {}).webgl) flag("not_webgl", "the painting is not on a WebGL canvas");
     post({ t: "done", status, sent, painting: !!canvas, errors: I.errors.slice(0, 20) });
   };
-  const onError = (message, isSyntax) => {
-    if (I.errors.length < 20) I.errors.push(String(message).slice(0, 500));
+  // An error of the sketch's, as text, without running any of its code: a thrown value may be
+  // anything the sketch made (a getter as its message, a proxy).
+  const described = (e) => {
+    if (e instanceof Error) {
+      const own = (k) => { const d = Reflect.getOwnPropertyDescriptor(e, k); return d && typeof d.value === "string" ? d.value : ""; };
+      const name = e instanceof ReferenceError ? "ReferenceError" : e instanceof SyntaxError ? "SyntaxError"
+        : e instanceof TypeError ? "TypeError" : e instanceof RangeError ? "RangeError" : "Error";
+      // the sketch's first frame: the compartment evaluates it as an anonymous script, the page's
+      // own scripts are named (assets.py)
+      const at = /<anonymous>:(\d+):\d+/.exec(own("stack"));
+      return name + ": " + own("message") + (at ? " (line " + at[1] + ")" : "");
+    }
+    return typeof e === "string" || typeof e === "number" || typeof e === "boolean" ? String(e) : "a thrown " + typeof e;
+  };
+  // An error's code. A name outside the sketch's world reads as undefined in a compartment (ses's
+  // scope), so what the sketch reached for shows in the error that followed: "fetch is not a
+  // function", "Cannot read properties of undefined (reading 'document')", or a ReferenceError on
+  // assignment; such a name has its own code (facade.js: world.py's NAME_CODES). ses refuses source
+  // text that holds an eval( or import( expression before it runs: that is reaching for code.
+  const CALLED = /^TypeError: (.+) is not a (?:function|constructor)/;
+  const READ = /^(?:ReferenceError: ([\w$]+) is not defined|TypeError: Cannot (?:read|set) properties of (?:undefined|null) \((?:reading|setting) '([\w$]+)'\))/;
+  const codeOf = (e, message) => {
+    if (/SES_(EVAL|IMPORT)_REJECTED/.test(message)) return "external_access";
+    if (e instanceof SyntaxError) return "syntax_error";
+    const called = CALLED.exec(message);  // "fetch", "globalThis.fetch", 'brush["watercolour"]'
+    if (called) {
+      if (/^brush\b/.test(called[1])) return "unknown_brush_method";
+      const last = /([\w$]+)\W*$/.exec(called[1]);
+      const code = last ? I.codeOfName(last[1]) : "unknown_name";
+      return code === "unknown_name" ? "runtime_error" : code;  // a value of the sketch's own that is no function
+    }
+    const read = READ.exec(message);
+    if (read && read[1]) return I.codeOfName(read[1]);
+    if (read) { const code = I.codeOfName(read[2]); return code === "unknown_name" ? "runtime_error" : code; }
+    return "runtime_error";
+  };
+  I.onError = (e) => {
+    const message = described(e);
+    if (I.errors.length < 20) I.errors.push(message.slice(0, 500));
     if (!I.started) return;  // library load problems are infrastructure; render.py reports them
-    flag(isSyntax ? "syntax_error" : "runtime_error", String(message).slice(0, 200));
+    flag(codeOf(e, message), message.slice(0, 200));
     I.finish("error");
   };
-  window.addEventListener("error", (e) => onError(e.message || e.error, e.error instanceof SyntaxError));
-  window.addEventListener("unhandledrejection", (e) => onError("unhandled rejection: " + (e.reason && e.reason.message || e.reason), false));
+  window.addEventListener("error", (e) => I.onError(e.error === undefined ? e.message : e.error));
+  window.addEventListener("unhandledrejection", (e) => I.onError(e.reason));
   const realConsoleError = console.error.bind(console);
   console.error = (...a) => { if (I.errors.length < 20) I.errors.push(a.map(String).join(" ").slice(0, 500)); realConsoleError(...a); };
 
-  // The sketch is a script of the page's own server, fetched once (render.py serves it one time): the policy
-  // allows no inline or string code, and this one-use Trusted Types policy is the only way to
-  // name a script URL on this page.
-  const sketchPolicy = trustedTypes.createPolicy("salon", { createScriptURL: (u) => u === "/" + SKETCH ? u : null });
-  I.loadSketch = () => new Promise((resolve) => {
-    const el = document.createElement("script");
-    el.src = sketchPolicy.createScriptURL("/" + SKETCH);
-    el.crossOrigin = "anonymous";  // the document's origin is opaque: without CORS its errors would be muted
-    el.onload = el.onerror = () => resolve();
-    I.own.add(el);
-    I.started = true;
-    document.body.appendChild(el);
-  });
-
-  // What the page shows the outside: start() once (render.py), claim() once (start.js), the API list.
-  let claimed = false;
+  // What the page shows the outside (salon's main world; the sketch cannot name it): start() once
+  // (render.py), claim() once each by facade.js and start.js, the brush API, the world's names.
+  const claimed = new Set();
   define(window, "__salon", Object.freeze({
-    claim() { if (claimed) throw new TypeError("salon sandbox: already claimed"); claimed = true; return I; },
-    // I.start sets I.started before its first await (loadSketch), so a second call is refused
-    start(seed) { if (I.started) throw blocked("a second start"); I.start(seed); },
+    claim(who) { if (claimed.has(who)) throw new TypeError("salon sandbox: already claimed"); claimed.add(who); return I; },
+    start(seed, source) { if (I.started) throw refuse("external_access", "a second start"); I.started = true; I.start(seed, source); },
     // The painting, for salon to find from outside (render.py); p5's, never one the sketch names.
     get painting() { return I.canvas || null; },
     get brushApi() { return I.brushApi; },
+    // The names a sketch's code can use (gate.py checks its own list against this one), and
+    // the compartment the last sketch ran in (its globalThis: the reachability test walks it).
+    get worldNames() { return I.worldNames(); },
+    get compartmentGlobal() { return I.compartmentGlobal || null; },
+    isWorld(x) { return I.isWorld(x); },
     get errors() { return I.errors.slice(); },
     get ready() { return typeof I.start === "function" && typeof send === "function" && I.frozen === true; },
   }));
