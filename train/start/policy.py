@@ -131,6 +131,7 @@ def start(out: str | Path, cfg: StartConfig, progress: bool = True) -> dict:
 
     out = Path(out)
     t0 = time.perf_counter()
+    log.info("sketches: writing %d and gating them, then the tokenizer (about 15 s)", cfg.sketches)
     sketches = generate_sketches(cfg.sketches, cfg.seed)
     rejected = gate_sketches(sketches)
     sketches = [s for s in sketches if s.code not in rejected]
@@ -143,8 +144,9 @@ def start(out: str | Path, cfg: StartConfig, progress: bool = True) -> dict:
                            + [s.reply for s in sketches], cfg.vocab_size, whole=systems)
     model = build_policy(tok, cfg)
     params = sum(p.numel() for p in model.parameters())
-    log.info("policy: %d parameters, %d tokens; %d sketches (%d rejected by the gate)", params, len(tok),
-             len(sketches), len(rejected))
+    log.info("policy: %d parameters, %d tokens; %d sketches (%d rejected by the gate); SFT for %s steps "
+             "(about 2.5 min on two idle cores at the defaults)", params, len(tok), len(sketches), len(rejected),
+             cfg.max_steps if cfg.max_steps > 0 else f"{cfg.epochs:g} epoch(s) of")
     cuda = torch.cuda.is_available()
     args = SFTConfig(output_dir=str(out / "sft"), num_train_epochs=cfg.epochs, max_steps=cfg.max_steps,
                      per_device_train_batch_size=cfg.batch_size, learning_rate=cfg.learning_rate,
@@ -165,16 +167,21 @@ def start(out: str | Path, cfg: StartConfig, progress: bool = True) -> dict:
               "sft_loss_first": losses[0] if losses else None, "sft_loss_last": losses[-1] if losses else None,
               "train_loss": result.training_loss, "sft_seconds": round(t1 - t0, 1)}
     if cfg.check:
-        report["check"] = check_policy(out, cfg.check, cfg.render, cfg.seed)
+        log.info("check: sampling %d replies as salon train does, gating them, rendering %d (about 40 s on two "
+                 "idle cores at the defaults)", cfg.check, cfg.render)
+        report["check"] = check_policy(out, cfg.check, cfg.render, cfg.seed, progress=progress)
     report["seconds"] = round(time.perf_counter() - t0, 1)
     (out / "start_report.json").write_text(json.dumps(report, indent=2))
     return report
 
 
-def check_policy(folder: str | Path, n: int, render: int, seed: int = 0) -> dict:
-    """Sample `n` replies as `salon train` does; gate them, render the first `render`, and measure variety."""
+def check_policy(folder: str | Path, n: int, render: int, seed: int = 0, progress: bool = False) -> dict:
+    """Sample `n` replies as `salon train` does; gate them, render the first `render`, and measure variety.
+    With `progress`, a bar moves with every token step of sampling (a batch of 16 replies at a time, up
+    to 400 tokens each; a batch that ends early jumps ahead) and another counts the paintings rendered."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from tqdm import tqdm
+    from transformers import AutoModelForCausalLM, AutoTokenizer, StoppingCriteria, StoppingCriteriaList
 
     from salon.curate.extract import extract_code
     from salon.curate.sandbox.gate import static_violations
@@ -184,16 +191,27 @@ def check_policy(folder: str | Path, n: int, render: int, seed: int = 0) -> dict
     model = AutoModelForCausalLM.from_pretrained(folder, use_kernels=False).eval()
     prompts = prompt_rows()
     torch.manual_seed(seed)
-    codes = []
-    for i in range(0, n, 16):
-        batch = [prompts[j % len(prompts)] for j in range(i, min(n, i + 16))]
+    codes, batch_size, new_tokens = [], 16, 400
+    batches = -(-n // batch_size)
+    bar = tqdm(total=batches * new_tokens, desc=f"check: sampling {n} replies", unit="tok",
+               disable=not progress, leave=False)
+
+    class Tick(StoppingCriteria):  # never stops: moves the bar one token step
+        def __call__(self, input_ids, scores, **kwargs):
+            bar.update(1)
+            return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+
+    for b, i in enumerate(range(0, n, batch_size)):
+        batch = [prompts[j % len(prompts)] for j in range(i, min(n, i + batch_size))]
         text = [tok.apply_chat_template(p, add_generation_prompt=True, tokenize=False) for p in batch]
         tok.padding_side = "left"
         x = tok(text, return_tensors="pt", padding=True, add_special_tokens=False)
         with torch.no_grad():
-            y = model.generate(**x, do_sample=True, temperature=1.0, top_k=20, top_p=0.95, max_new_tokens=400,
-                               pad_token_id=tok.pad_token_id)
+            y = model.generate(**x, do_sample=True, temperature=1.0, top_k=20, top_p=0.95, max_new_tokens=new_tokens,
+                               pad_token_id=tok.pad_token_id, stopping_criteria=StoppingCriteriaList([Tick()]))
         codes += [extract_code(t) for t in tok.batch_decode(y[:, x["input_ids"].shape[1]:], skip_special_tokens=True)]
+        bar.update((b + 1) * new_tokens - bar.n)
+    bar.close()
     static = [static_violations(c) for c in codes]
     palettes = Counter(palette_of(c) for c in codes)
     report = {"samples": n, "static_gate_pass": sum(not v for v in static) / n, "distinct": len(set(codes)) / n,
@@ -203,7 +221,7 @@ def check_policy(folder: str | Path, n: int, render: int, seed: int = 0) -> dict
         from salon.curate.sandbox.render import render_sketches
 
         passed = [c for c, v in zip(codes, static) if not v][:render]
-        results = render_sketches(passed, seeds=list(range(len(passed)))) if passed else []
+        results = render_sketches(passed, seeds=list(range(len(passed))), progress=progress) if passed else []
         ok = sum(r.ok for r in results)
         report.update(rendered=len(results), rendered_gate_pass=ok / len(results) if results else None,
                       gate_pass=(ok / len(results)) * report["static_gate_pass"] if results else 0.0,
