@@ -44,6 +44,7 @@ def salon_commands(text: str) -> list[list[str]]:
                 words = words[:words.index(">")]
             while words and re.fullmatch(r"[A-Z_]+=\S*", words[0]):  # VAR=value salon ...
                 words = words[1:]
+            words = [w for w in words if not re.fullmatch(r"\$[A-Z_]+", w)]  # $QUICK_TRAIN: empty unless set
             if not words or Path(words[0]).name != "salon" or words[-1:] == ["&"] and not words.pop():
                 continue
             if any("[" in w or "|" in w or w.endswith("...") for w in words):
