@@ -121,4 +121,4 @@ def test_the_tutorial_runs_as_written_in_its_quick_version(clone, tmp_path):
         assert len(load_rollouts_dataset(runs / run)) == 4
     evaluated = json.loads((runs / "learn-tiny-hack" / "eval" / "report.json").read_text())
     assert [c["step"] for c in evaluated["checkpoints"]] == [0, 1, 2]
-    assert len(ran) == 9
+    assert len(ran) == 10  # mkdir, import, the labelling loop, export, start, two runs, eval, two audits
