@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -158,8 +159,11 @@ async def test_hf_vision_backend_looks_at_a_photo(tiny_vl):
 
 
 def test_hf_backend_with_a_missing_model_is_fatal(tmp_path):
-    with pytest.raises(BackendFatal, match="cannot read the config"):
+    # named and checked as every command names a model (salon.models.names), before transformers is asked
+    with pytest.raises(BackendFatal, match=f"^{re.escape(f'hf:{tmp_path}/nothing-here')}: no such folder; give an"):
         make_backend(f"hf:{tmp_path / 'nothing-here'}")
+    with pytest.raises(BackendFatal, match="^hf:tiny:qwen9: unknown tiny model; use tiny:qwen2, tiny:qwen3"):
+        make_backend("hf:tiny:qwen9")
 
 
 def test_registry_and_specs():
