@@ -79,6 +79,7 @@ def clone(tmp_path_factory):
     return here
 
 
+@pytest.mark.timeout(1200)  # 2.5 minutes of CPU; 9-10 minutes of wall clock on two cores busy with other work
 def test_the_tutorial_runs_as_written_in_its_quick_version(clone, tmp_path):
     text = PAGE.read_text()
     quick = quick_block(text)
