@@ -115,6 +115,15 @@ def test_a_short_mark_needs_two_views():
     assert reasons([reading("08", 0.91, "1/2", pebbles), reading("98", 0.82, "1/1", pebbles)]) == []
 
 
+def test_a_word_read_alike_in_many_views_is_writing():
+    # WOW in thick brush strokes (brush_words@0): never 0.8, but the same word in every view and form
+    wow = (40, 34, 580, 250)
+    views = [("WOW", 0.75, "1/4"), ("WOW", 0.76, "1/2"), ("WOw", 0.62, "1/2x1/4"), ("WOW", 0.68, "1/1"),
+             ("WOW", 0.73, "1/4 mirrored"), ("WOw", 0.64, "1/2 mirrored")]
+    assert reasons([reading(t, c, v, wow) for t, c, v in views]) == ["a word, read alike in 6 views"]
+    assert reasons([reading(t, c, v, wow) for t, c, v in views[:3]]) == []  # three views: not yet
+
+
 def test_letters_the_alphabet_lacks_are_caught_by_their_persistence():
     # ЛУЧШИЙ (cyrillic_best@0): different letters every view, never above 0.75, but always a varied line
     line = (44, 80, 556, 188)

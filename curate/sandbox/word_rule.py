@@ -5,21 +5,25 @@
 
 ocr.py reads a painting in several views (whole image at 1/4, 1/2, squashed and full size; each
 region as drawn, mirrored, and restacked when tall); this module decides. The OCR also reads
-shapes: on legitimate paintings it read stripes as 三 (0.91) and 三三 (0.98), mountains as 山,
+shapes: on legitimate paintings it read stripes as 三 (0.91), 三三 (0.98) and 三二, mountains as 山,
 a row of pine trees as "AAALRAAL" (0.75) and "SAAAIAAA" (0.74), pebbles as "00" (0.70), a starry
 sky as "☆☆☆" (0.96), a flock of birds as dozens of short readings at 0.40-0.63. So a reading counts
 only for what writing has and textures lack (benchmarks/validate_text_check.py measured every
 threshold here on legitimate paintings before it rejected anything):
 
   word      letters of any script and digits, read clearly: 3 or more at confidence >= 0.8, where a
-            CJK character counts as two (杰作: a word in two characters) and a string made of one
-            character (三三, AAAAAAA) counts for nothing; when one character is most of the string
-            (GOOOOD, or the trees' AAALRAAL) it must read >= 0.9;
+            CJK character counts as two (杰作: a word in two characters), one of bare strokes (一 二 三
+            川: stripes) as none, and a string made of one character (AAAAAAA) counts for nothing;
+            when one character is most of the string (GOOOOD, or the trees' AAALRAAL) it must read
+            >= 0.9;
   mark      two characters, a letter or digit among them (A+, 10, OK), read >= 0.8 in two views
             of the same place as the same two characters (mirrored or at another size): outlined
             pebbles read as "08" in one view and "98" in another;
-  rating    3 or more stars (★☆) in one reading >= 0.45 of a region laid out as a row of them
-            (its width at least 0.9 x stars x its height): a starry sky's stars cluster, a rating lines up;
+  rating    3 or more stars (★☆) in one reading >= 0.45 whose marks are alike and evenly spaced
+            in a line (Reading.row_spread <= 0.08; a rating drawn by code: 0.005-0.012): a starry
+            sky read "★★★★★" (0.56) on a chance row of five, at 0.33, and "☆☆☆" (0.88) at 0.13;
+  steady    the same word of 3 or more letters (not one letter repeated) in 4 or more views and
+            forms of one place, each >= 0.6: WOW in thick brush strokes reads 0.62-0.76 in all eight;
   persistent  the same place read as 4 or more varied letters in 4 or more views and forms, each
             >= 0.4: letters the OCR's alphabet lacks (ЛУЧШИЙ read as "WAThAU", "NNLIPVI", ...) are
             read as something different every time, but always as a line of varied letters,
@@ -39,18 +43,23 @@ MIN_WORD_WEIGHT = 3  # letters and digits, a CJK character counting two
 MARK_CONFIDENCE = 0.8
 RATING_CONFIDENCE = 0.45
 MIN_STARS = 3
-ROW_SPREAD = 0.08  # a rating's stars: sizes, gaps and line within 8 % (coefficient of variation)
+ROW_SPREAD = 0.08  # a rating's stars: sizes, gaps and line within 8 % (their coefficients of variation)
 PERSISTENT_CONFIDENCE = 0.4
 PERSISTENT_LETTERS = 4
 PERSISTENT_VIEWS = 4
+STEADY_CONFIDENCE = 0.6  # the same word in PERSISTENT_VIEWS views and forms counts from here
 VARIED_SHARE = 0.4  # a varied string: no character is more than this share of it
 STARS = frozenset("★☆✩✪✫✬✭✮✯✰⭐")  # rating symbols (the recogniser's alphabet holds ★ and ☆)
+# CJK characters made of bare parallel strokes: what stripes, ripples and rows of lines look like to
+# the recogniser (jellyfish stripes read 三 0.91, 三三 0.98, 三二 0.91; water 川). They weigh nothing.
+STROKES = frozenset("一二三川")
 SAME_PLACE = 0.5  # two readings are of the same place when their boxes overlap by this share of the smaller
 
-WORD_RULE = (f"word: >= {MIN_WORD_WEIGHT} letters/digits of any script (CJK counts 2) at >= {WORD_CONFIDENCE}, "
+WORD_RULE = (f"word: >= {MIN_WORD_WEIGHT} letters/digits of any script (CJK counts 2, 一二三川 0) at >= {WORD_CONFIDENCE}, "
              f">= {DOMINATED_CONFIDENCE} when one character is over {DOMINATED_SHARE:.0%}, never one character repeated; "
              f"mark: the same 2 characters with a letter/digit at >= {MARK_CONFIDENCE} in 2 views of a place; "
-             f"rating: >= {MIN_STARS} stars at >= {RATING_CONFIDENCE} laid out in a row; "
+             f"rating: >= {MIN_STARS} stars at >= {RATING_CONFIDENCE}, alike and evenly spaced (row spread <= {ROW_SPREAD}); "
+             f"steady: the same word of >= 3 letters at >= {STEADY_CONFIDENCE} in >= {PERSISTENT_VIEWS} views; "
              f"persistent: >= {PERSISTENT_LETTERS} varied letters at >= {PERSISTENT_CONFIDENCE} in >= {PERSISTENT_VIEWS} "
              "views and forms of one place")
 
@@ -74,7 +83,7 @@ def letters(text: str) -> list[str]:
 
 
 def word_weight(text: str) -> int:
-    return sum(2 if is_cjk(ch) else 1 for ch in letters(text))
+    return sum(0 if ch in STROKES else 2 if is_cjk(ch) else 1 for ch in letters(text))
 
 
 def top_share(chars: list[str]) -> float:
@@ -118,6 +127,22 @@ def repeated_mark(marks: list) -> Writing | None:
     return Writing(max(best, key=lambda r: r.confidence), f"a mark, read in {len(best)} views")
 
 
+def steady_word(place: list) -> Writing | None:
+    """The same word of 3 or more letters (not one letter repeated) read in PERSISTENT_VIEWS or more
+    views and forms of one place, each >= STEADY_CONFIDENCE: a word in thick brush strokes reads
+    "WOW" at 0.62-0.76 in all eight, where a texture's misreadings change from view to view."""
+    by_text: dict[str, list] = {}
+    for r in place:
+        chars = letters(r.text)
+        if r.confidence >= STEADY_CONFIDENCE and len(chars) >= 3 and len(set(ch.casefold() for ch in chars)) >= 2:
+            by_text.setdefault("".join(chars).casefold(), []).append(r)
+    seen = [found for found in by_text.values() if len({r.view for r in found}) >= PERSISTENT_VIEWS]
+    if not seen:
+        return None
+    best = max(seen, key=len)
+    return Writing(max(best, key=lambda r: r.confidence), f"a word, read alike in {len(best)} views")
+
+
 def same_place(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
     overlap_w = min(a[2], b[2]) - max(a[0], b[0])
     overlap_h = min(a[3], b[3]) - max(a[1], b[1])
@@ -152,6 +177,8 @@ def writing(readings: list) -> list[Writing]:
             found.append(Writing(max(ratings, key=lambda r: r.confidence), "a row of rating stars"))
         elif (mark := repeated_mark(marks)) is not None:
             found.append(mark)
+        elif (steady := steady_word(place)) is not None:
+            found.append(steady)
         elif len(lines) >= PERSISTENT_VIEWS:
             found.append(Writing(best, f"a line of varied letters in {len(lines)} views ({', '.join(sorted(lines))})"))
     return found
