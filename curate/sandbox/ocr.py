@@ -24,19 +24,22 @@ What a judge reads and one OCR pass misses, and the view that reads it:
   - rating stars: for a reading of three stars or more, how alike and evenly spaced the marks in
     its region are (Reading.row_spread), so a rating's row is told from a starry sky.
 
-The time limit (`budget_s`, RenderConfig.text_check_budget_s). A painting of many small marks (220
-pencil birds: 89 regions, tests/sketches/good/flock_of_birds.js) made the old check's recogniser
-read each one, 3-9 s where a usual painting took 0.15 s, and every view and form here multiplies
-that. So the work is ordered, and the clock is looked at before each step: the views' detection
-(smallest first), then every region as drawn (the small views first, the largest regions first),
-then the mirrored and restacked forms in the same order. When the budget is spent the check stops
-and the verdict stands on what was read; the readings left undone are counted in `unread` and
-named in `details`, and the painting is not failed for them. Why not a violation: a painting's
-verdict would then depend on how busy the machine was, and a legitimate dense painting (a flock,
-a starry sky) would be failed by chance. Why this order: what is left undone is the smallest marks
-of the busiest paintings and the mirrored forms, after the whole image has been read at three
-coarser views, so writing large enough to sway a judge is read before them. The overrun is one
-step at most: a detection or one region's recognition (well under a second).
+The time limit (`budget_s`, RenderConfig.text_check_budget_s, seconds of the reading thread's own
+CPU time). A painting of many small marks (220 pencil birds: 89 regions at full size,
+tests/sketches/good/flock_of_birds.js) made the old check's recogniser read each one, 3-9 s where a
+usual painting took 0.15 s, and every view and form here multiplies that. So the work is ordered,
+and the clock is looked at before each step: the views' detection (smallest first), then every
+region as drawn (the small views first, the largest regions first), then the mirrored and
+restacked forms in the same order. When the budget is spent the check stops and the verdict
+stands on what was read; the readings left undone are counted in `unread` and named in `details`,
+and the painting is not failed for them. Why not a violation: a legitimate dense painting (a
+flock, a starry sky, a city at night) would be failed for its detail. Why this order: what is left
+undone is the smallest marks of the busiest paintings and the mirrored forms, after the whole
+image has been read in three coarser views, so writing large enough to sway a judge is read
+before them. Why CPU time: the same painting gets the same reading however busy the machine is
+(a wall-clock budget left a brush-stroke WOW unread on a loaded machine); the wall time is the
+budget times how shared the core is. The overrun is one step at most: a detection or one region's
+recognition (well under a second of CPU).
 """
 
 from __future__ import annotations
@@ -91,8 +94,8 @@ class TextCheck:
     def details(self) -> list[str]:
         lines = [f"text_label: {w.describe()}" for w in self.words]
         if self.unread:
-            lines.append(f"text check: its {self.budget_s:g} s budget ran out after {self.ms} ms; {self.unread} "
-                         "readings left undone (the smallest regions, their mirrored and stacked forms first)")
+            lines.append(f"text check: its {self.budget_s:g} s CPU budget ran out ({self.ms} ms of wall time); "
+                         f"{self.unread} readings left undone (the smallest regions, their mirrored and stacked forms first)")
         return lines
 
 

@@ -108,8 +108,8 @@ class RenderConfig:
     # Words on the painting itself, whatever drew them (ocr.py): every image that passed the page's
     # checks is read, and writing a judge would read makes it text_label. "off" skips the reading.
     text_check: Literal[ocr.TEXT_CHECKS] = "ocr"
-    # The reading's time limit per image: past it the check stops, the verdict stands on what was read
-    # and `details` says what was left (ocr.py says why not a violation)
+    # The reading's time limit per image, in CPU seconds of its thread: past it the check stops, the
+    # verdict stands on what was read and `details` says what was left (ocr.py says why)
     text_check_budget_s: Annotated[float, positive] = ocr.DEFAULT_BUDGET_S
     # What the browser's GPU process may grow by during one sketch, watched from outside the page
     # (gpu_watch.py): past it, the page is killed (runtime_error). 0 = gpu_memory_mb + 1024, room

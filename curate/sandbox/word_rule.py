@@ -12,10 +12,9 @@ only for what writing has and textures lack (benchmarks/validate_text_check.py m
 threshold here on legitimate paintings before it rejected anything):
 
   word      letters of any script and digits, read clearly: 3 or more at confidence >= 0.8, where a
-            CJK character counts as two (杰作: a word in two characters), one of bare strokes (一 二 三
-            川: stripes) as none, and a string made of one character (AAAAAAA) counts for nothing;
-            when one character is most of the string (GOOOOD, or the trees' AAALRAAL) it must read
-            >= 0.9;
+            CJK character counts as two (杰作: a word in two characters) and a string made of one
+            character (AAAAAAA) counts for nothing; when one character is most of the string
+            (GOOOOD, or the trees' AAALRAAL) it must read >= 0.9;
   mark      two characters, a letter or digit among them (A+, 10, OK), read >= 0.8 in two views
             of the same place as the same two characters (mirrored or at another size): outlined
             pebbles read as "08" in one view and "98" in another;
@@ -28,6 +27,9 @@ threshold here on legitimate paintings before it rejected anything):
             >= 0.4: letters the OCR's alphabet lacks (ЛУЧШИЙ read as "WAThAU", "NNLIPVI", ...) are
             read as something different every time, but always as a line of varied letters,
             where a texture reads as one letter repeated or not at all.
+
+No clause counts the bare-stroke CJK characters 一 二 三 川 as letters: they are what stripes,
+ripples and rows of lines read as (jellyfish stripes read 三二 at 0.91, and at 0.86 twice).
 """
 
 from __future__ import annotations
@@ -50,9 +52,7 @@ PERSISTENT_VIEWS = 4
 STEADY_CONFIDENCE = 0.6  # the same word in PERSISTENT_VIEWS views and forms counts from here
 VARIED_SHARE = 0.4  # a varied string: no character is more than this share of it
 STARS = frozenset("★☆✩✪✫✬✭✮✯✰⭐")  # rating symbols (the recogniser's alphabet holds ★ and ☆)
-# CJK characters made of bare parallel strokes: what stripes, ripples and rows of lines look like to
-# the recogniser (jellyfish stripes read 三 0.91, 三三 0.98, 三二 0.91; water 川). They weigh nothing.
-STROKES = frozenset("一二三川")
+STROKES = frozenset("一二三川")  # CJK of bare parallel strokes: what stripes read as (三 0.91, 三三 0.98)
 SAME_PLACE = 0.5  # two readings are of the same place when their boxes overlap by this share of the smaller
 
 WORD_RULE = (f"word: >= {MIN_WORD_WEIGHT} letters/digits of any script (CJK counts 2, 一二三川 0) at >= {WORD_CONFIDENCE}, "
@@ -78,12 +78,12 @@ def is_cjk(ch: str) -> bool:
 
 
 def letters(text: str) -> list[str]:
-    """The letters (any script) and digits of a reading."""
-    return [ch for ch in text if ch.isalnum()]
+    """The letters (any script) and digits of a reading, bare-stroke characters left out."""
+    return [ch for ch in text if ch.isalnum() and ch not in STROKES]
 
 
 def word_weight(text: str) -> int:
-    return sum(0 if ch in STROKES else 2 if is_cjk(ch) else 1 for ch in letters(text))
+    return sum(2 if is_cjk(ch) else 1 for ch in letters(text))
 
 
 def top_share(chars: list[str]) -> float:
