@@ -16,7 +16,7 @@ What a judge reads and one OCR pass misses, and the view that reads it:
     misses letters that touch the edge; so every view gets a margin of the painting's median colour,
     and the whole image is also read at 1/4 and 1/2 of its size and squashed to 1/2 x 1/4 (letters
     stretched to the canvas's height come back to a letter's shape), where they are the size of
-    ordinary text (a few milliseconds each: the detector's cost goes with the pixels);
+    ordinary text (tens of milliseconds each: the detector's cost goes with the pixels);
   - mirrored writing: every region found is also read flipped left to right;
   - writing top to bottom, one letter under another: a tall region is also read with its letters
     cut apart (at the blank rows between them, and in squares for CJK) and laid in a row;
