@@ -58,8 +58,10 @@ def _bound(pattern, out: list) -> None:
         _bound(pattern.child_by_field_name("left"), out)
 
 
+@lru_cache(maxsize=64)
 def read(code: str) -> SketchNames:
-    """The sketch's free and sloppy-assigned names."""
+    """The sketch's free and sloppy-assigned names. Kept for the last sketches read: the static gate,
+    a rejection's details and the source the page evaluates each ask for the same sketch's."""
     tree = _parser().parse(code.encode("utf-8", "replace"))
     if tree.root_node.has_error:
         return SketchNames(parsed=False)

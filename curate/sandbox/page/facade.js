@@ -46,6 +46,14 @@
   const callbacks = new WeakMap();  // sketch function -> the page function p5.brush calls instead
   const sketchFunctionOf = new WeakMap();  // that page function -> the sketch function
 
+  // A plain object of v's own enumerable keys, each value converted. Defined, not assigned: an
+  // assignment to a key such as toString would hit the frozen Object.prototype's own (the override
+  // mistake) and throw, and one to __proto__ would set the copy's prototype.
+  const copied = (v, convert) => {
+    const out = {};
+    for (const k of keys(v)) defineProperty(out, k, { value: convert(v[k]), writable: true, enumerable: true, configurable: true });
+    return out;
+  };
   // Into the page: numbers, strings, arrays and plain objects, copied; facades as what they stand
   // for; the sketch's functions as callbacks that give it plain data and take plain data back.
   const toPage = (v, budget = { n: 0 }, depth = 0) => {
@@ -60,9 +68,7 @@
       for (let i = 0, n = lengthOf(v); i < n; i++) out.push(toPage(v[i], budget, depth + 1));
       return out;
     }
-    const out = {};
-    for (const k of keys(v)) defineProperty(out, k, { value: toPage(v[k], budget, depth + 1), writable: true, enumerable: true, configurable: true });
-    return out;
+    return copied(v, (x) => toPage(x, budget, depth + 1));
   };
   const callbackOf = (f) => {
     let cb = callbacks.get(f);
@@ -87,9 +93,7 @@
     if (v instanceof P5.Color) return colourString(v);
     const proto = getPrototypeOf(v);
     if (proto !== ObjectProto && proto !== null) return undefined;
-    const out = {};
-    for (const k of keys(v)) out[k] = toSketch(v[k], budget, depth + 1);
-    return out;
+    return copied(v, (x) => toSketch(x, budget, depth + 1));
   };
   // An error on its way back to the sketch: the page's own errors carry strings only; anything
   // else thrown inside p5.brush becomes a plain TypeError with its text.
@@ -181,12 +185,11 @@
   mark(brush);
 
   // p5: called on the sketch's instance (the page's first p5, start.js), which exists from setup on.
-  const p5Call = (name, args) => {
-    live(name + "()");
+  const p5Call = (name, args) => guarded(name + "()", () => {
     const p = I.instance;
     if (!p) throw refused(name + "() is available from setup() on, as in p5's global mode");
-    try { return apply(p[name], p, args); } catch (e) { throw safeError(e); }
-  };
+    return apply(p[name], p, args);
+  });
   const plainArgs = (a) => a.map((x) => toPage(x));
   const world = { brush };
   for (const name of [...WORLD.state, ...WORLD.helpers, "color"]) {
