@@ -123,8 +123,8 @@ def test_sampling_is_trls_own(stopping_often, sampling, path):
             setattr(trainer.generation_config, k, v)
             trainer.generation_kwargs[k] = v
     assert engine.decoder.last_path == path  # the decode loop, or generate for what the loop does not implement
-    assert out["prompt_ids"] == prompt_ids and out["logprobs"] is None
-    assert out["completion_ids"] == want
+    assert out["prompt_ids"] == prompt_ids and out["completion_ids"] == want
+    assert [len(x) for x in out["logprobs"]] == [len(c) for c in want]  # each token's, for the importance weight
     lengths = [len(c) for c in out["completion_ids"]]
     assert max(lengths) <= MAX_NEW
     early = [c for c in out["completion_ids"] if len(c) < MAX_NEW]
@@ -267,7 +267,8 @@ def test_config_exposes_the_generation_batch(tmp_path):
                                      "per_device_train_batch_size": 8, "gradient_accumulation_steps": 8,
                                      "report_to": []}})
     resolve_generation(cfg)
-    assert cfg.grpo.generation == "transformers" and generation_engine(cfg) is None  # auto on a CPU
+    assert cfg.grpo.generation == "transformers" and cfg.grpo.max_staleness == 0  # auto on a CPU
+    assert type(generation_engine(cfg)).__name__ == "TransformersSampler"  # TRL's generate, through salon's rollout
     args = grpo_args(cfg, tmp_path)
     assert args.generation_batch_size == 64 and args.steps_per_generation == 8  # 8 prompts x 8 per step
     args = grpo_args(config_from_dict({"grpo": {"use_cpu": True, "bf16": False, "num_generations": 8,

@@ -152,11 +152,11 @@ def tiny_grpo_trainer(folder, out, prompts, engine, reward, max_new: int, **conf
     from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    args = GRPOConfig(output_dir=str(out), use_cpu=True, bf16=False, report_to=[], max_steps=1, learning_rate=0.05,
-                      num_generations=2, per_device_train_batch_size=4, gradient_accumulation_steps=2,
-                      max_completion_length=max_new, temperature=0.7, top_p=0.9, top_k=20, save_strategy="no",
-                      logging_steps=1, seed=0, model_init_kwargs={"dtype": "float32"}, dataloader_num_workers=0,
-                      **config)
+    settings = dict(output_dir=str(out), use_cpu=True, bf16=False, report_to=[], max_steps=1, learning_rate=0.05,
+                    num_generations=2, per_device_train_batch_size=4, gradient_accumulation_steps=2,
+                    max_completion_length=max_new, temperature=0.7, top_p=0.9, top_k=20, save_strategy="no",
+                    logging_steps=1, seed=0, model_init_kwargs={"dtype": "float32"}, dataloader_num_workers=0)
+    args = GRPOConfig(**settings | config)
     return GRPOTrainer(model=str(folder), reward_funcs=[reward], args=args,
                        train_dataset=Dataset.from_list([{"prompt": p} for p in prompts] * 4),
                        processing_class=AutoTokenizer.from_pretrained(folder), rollout_func=engine,

@@ -126,4 +126,22 @@ class GRPOSettings:
             p.append(f"grpo.gradient_checkpointing_layers={self.gradient_checkpointing_layers} shares out checkpointing, "
                      "which grpo.gradient_checkpointing=false turns off: set one of them")
         p += update_per_group.config_problems(self)
+        p += self._staleness_problems()
         raise_problems("grpo", p)
+
+    def _staleness_problems(self) -> list[str]:
+        """What grpo.max_staleness=1 cannot go with: it overlaps one generation with one optimiser step."""
+        if self.max_staleness != 1:
+            return []
+        p = []
+        if self.generation not in ("auto", "compiled", "transformers"):
+            p.append(f"grpo.max_staleness=1 generates with salon's samplers (compiled, transformers), not "
+                     f"{self.generation}: TRL's own engines generate inside its step (set max_staleness=0)")
+        if self.update_per_group:
+            p.append("grpo.max_staleness=1 and grpo.update_per_group both reorder the step: choose one")
+        if self.generation_batch_size is not None or self.steps_per_generation is not None:
+            p.append("grpo.max_staleness=1 generates one optimiser step's completions at a time: leave "
+                     "grpo.generation_batch_size and grpo.steps_per_generation unset")
+        if self.extra.get("num_iterations", 1) != 1:
+            p.append("grpo.max_staleness=1 learns once from each generation: grpo.extra.num_iterations must be 1")
+        return p

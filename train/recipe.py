@@ -34,7 +34,7 @@ from pathlib import Path
 from salon.train.checkpoints import checkpoint_step, resume_checkpoint
 from salon.train.config import TrainConfig, load_config
 from salon.train.engine.choice import (check_single_process_engine, generation_engine, generation_kwargs,
-                                 resolve_generation, trainable_dtypes_kept)
+                                       resolve_generation, rollout_for, trainable_dtypes_kept)
 from salon.train.update.partial_checkpointing import keep_partial
 from salon.train.record.run_folder import move_earlier_run_aside, refuse_second_run
 
@@ -243,6 +243,7 @@ def train(cfg: TrainConfig) -> dict:
     from salon.train.record.run_card import write_run_card
     from salon.train.smoke import ExampleSketches
     from salon.train.update.update_per_group import install as install_update_per_group
+    from salon.train.update.stale_correction import install as install_stale_correction
     from salon.models.names import resolve_model
 
     out = Path(cfg.output_dir)
@@ -295,15 +296,21 @@ def train(cfg: TrainConfig) -> dict:
                          checkpoint or "step 0", moved)
             archive.write_card(provenance)
 
-        engine = generation_engine(cfg)
+        engine = generation_engine(cfg)  # the sampler: None where TRL's own engine generates
+        rollout = rollout_for(cfg, engine)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="You are using 'rollout_func'")  # TRL marks it experimental
             trainer = GRPOTrainer(model=policy, reward_funcs=[adapter], args=grpo_args(cfg, out),
                                   train_dataset=build_dataset(cfg), processing_class=tokenizer,
-                                  peft_config=lora_config(cfg), callbacks=[salon_callback(cfg, provenance)], rollout_func=engine)
+                                  peft_config=lora_config(cfg), callbacks=[salon_callback(cfg, provenance)],
+                                  rollout_func=rollout)
         compact_output(trainer)  # a short line per logging step on stderr, not TRL's dicts on stdout
-        if engine is not None:
-            engine.attach(trainer)  # the merged copy exists (or is refused) before the first step
+        if hasattr(engine, "attach"):
+            engine.attach(trainer)  # the compiled engine's merged copy exists (or is refused) before the first step
+        if rollout is not None and rollout is not engine:
+            rollout.attach(trainer)  # peeks the next step's prompts
+            if cfg.grpo.max_staleness:
+                install_stale_correction(trainer, rollout, cfg.grpo.importance_sampling_cap)
         if cfg.grpo.gradient_checkpointing and cfg.grpo.gradient_checkpointing_layers < 1.0:
             keep_partial(trainer.model, cfg.grpo.gradient_checkpointing_layers)
         if cfg.grpo.causal_loss:
@@ -311,7 +318,7 @@ def train(cfg: TrainConfig) -> dict:
         if cfg.grpo.generation == "continuous_batching":
             trainer._generate = trainable_dtypes_kept(trainer._generate, trainer.model)
         if cfg.grpo.update_per_group:
-            if engine is None:
+            if cfg.grpo.generation != "compiled":
                 raise ConfigError([f"grpo.update_per_group needs grpo.generation=compiled (auto chose "
                                    f"{cfg.grpo.generation} here: no CUDA, or no LoRA)"], "salon train")
             install_update_per_group(trainer, engine)
@@ -319,11 +326,14 @@ def train(cfg: TrainConfig) -> dict:
             # TRL has no hook between generation and reward; wrapping its _generate lets rendering start
             # while TRL computes log-probabilities on the GPU
             trainer._generate = prefetching(trainer._generate, adapter, trainer)
-            if engine is not None and cfg.grpo.generation_waves > 1:
+            # the compiled engine's early paintings, while the rest of the batch decodes; not when it decodes a
+            # step ahead (the reward adapter holds one step's paintings at a time)
+            early = cfg.grpo.generation == "compiled" and not cfg.grpo.max_staleness
+            if early and cfg.grpo.generation_waves > 1:
                 engine.on_wave = prefetching_generated(adapter, trainer)
             if cfg.grpo.update_per_group:  # the engine exists: refused above otherwise
                 engine.on_step = prefetching_generated(adapter, trainer)  # the whole step renders at once
-            if engine is not None:  # a completion that ends early renders while the others decode
+            if early:  # a completion that ends early renders while the others decode
                 engine.on_finished = prefetching_generated(adapter, trainer)
         if hasattr(render, "start"):
             render.start()  # local worker processes: their browsers start while nothing else runs
@@ -332,6 +342,8 @@ def train(cfg: TrainConfig) -> dict:
     finally:
         if trainer is not None:
             close_progress(trainer)
+        if trainer is not None and hasattr(trainer.rollout_func, "close"):
+            trainer.rollout_func.close()  # the engine's thread, a generation still running ahead
         render.close()  # Ray actors go (and a local cluster this run started), sessions close
     rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
     summary = {"output_dir": str(out), "global_step": trainer.state.global_step,

@@ -1,10 +1,13 @@
 """Which engine generates the completions (`grpo.generation`), the GRPOConfig fields that pick it,
 and the guards TRL's engines need. The recipe (salon.train.recipe) calls these in order:
 
-    resolve_generation(cfg)                      # auto -> compiled on CUDA with a LoRA, else transformers
+    resolve_generation(cfg)                      # auto -> compiled on CUDA with a LoRA, else transformers;
+                                                 # max_staleness auto -> 1 for compiled on CUDA, else 0
     check_single_process_engine(cfg, processes)  # refused before anything loads
     GRPOConfig(..., **generation_kwargs(cfg.grpo))
-    rollout_func = generation_engine(cfg)        # salon's compiled engine, or None for TRL's own
+    sampler = generation_engine(cfg)             # what generates: salon's compiled engine, TRL's transformers
+                                                 # generate, or None for TRL's own engines (vLLM, paged)
+    rollout_func = rollout_for(cfg, sampler)     # the overlapped rollout around it (update_per_group: the engine)
 """
 
 from __future__ import annotations
@@ -17,20 +20,43 @@ def resolve_generation(cfg: TrainConfig) -> None:
     (the salon_train.yaml written beside the run names the engine that ran)."""
     import torch
 
+    cuda = torch.cuda.is_available() and not cfg.grpo.use_cpu
     if cfg.grpo.generation == "auto":
-        cuda = torch.cuda.is_available() and not cfg.grpo.use_cpu
         cfg.grpo.generation = "compiled" if cuda and cfg.lora.enabled else "transformers"
+    if cfg.grpo.max_staleness == "auto":
+        # 1 where it was measured faster: the compiled engine's decode beside the judge and the update on one
+        # card. On a CPU the cores are the paintings', and generating beside them slows both.
+        overlaps = cfg.grpo.generation == "compiled" and cuda and not cfg.grpo.update_per_group
+        cfg.grpo.max_staleness = 1 if overlaps else 0
 
 
 def generation_engine(cfg: TrainConfig):
-    """TRL's rollout_func for grpo.generation=compiled (salon.train.engine.generation); None for TRL's own engines."""
-    if cfg.grpo.generation != "compiled":
-        return None
-    from salon.train.engine.generation import CompiledGeneration
+    """The sampler for grpo.generation: the compiled engine (salon.train.engine.generation), TRL's transformers
+    generate (salon.train.engine.transformers_sampler, a copy of the policy when it runs a step ahead), or None
+    for TRL's own engines (vLLM, continuous batching), which generate inside TRL."""
+    if cfg.grpo.generation == "compiled":
+        from salon.train.engine.generation import CompiledGeneration
 
-    return CompiledGeneration(compile=cfg.grpo.generation_compile, prompt_bucket=cfg.grpo.generation_prompt_bucket,
-                              attention=cfg.grpo.generation_attention, fuse_linears=cfg.grpo.generation_fuse_linears,
-                              waves=cfg.grpo.generation_waves)
+        return CompiledGeneration(compile=cfg.grpo.generation_compile, prompt_bucket=cfg.grpo.generation_prompt_bucket,
+                                  attention=cfg.grpo.generation_attention,
+                                  fuse_linears=cfg.grpo.generation_fuse_linears, waves=cfg.grpo.generation_waves)
+    if cfg.grpo.generation == "transformers":
+        from salon.train.engine.transformers_sampler import TransformersSampler
+
+        return TransformersSampler(copy=cfg.grpo.max_staleness == 1)
+    return None
+
+
+def rollout_for(cfg: TrainConfig, sampler):
+    """TRL's rollout_func: the overlapped rollout around the sampler (salon.train.engine.overlap), or the compiled
+    engine itself under grpo.update_per_group (it generates a whole step at its first micro-batch), or None."""
+    if sampler is None:
+        return None
+    if cfg.grpo.update_per_group:
+        return sampler
+    from salon.train.engine.overlap import OverlappedRollout
+
+    return OverlappedRollout(sampler, staleness=cfg.grpo.max_staleness)
 
 
 def generation_kwargs(g) -> dict:

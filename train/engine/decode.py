@@ -131,6 +131,8 @@ class StaticDecoder:
         # call's time a step, the host (Python, the launches) paces the card rather than the card's work
         self.last_host_ms_per_step: float | None = None
         self.last_path = ""  # "loop" or "generate": which ran the last call
+        # (batch, tokens): each generated token's log-prob at the sampling temperature, from the last call
+        self.last_logprobs: torch.Tensor | None = None
         # called at the loop's checks (every SYNC_EVERY steps) with the rows that finished since the last
         # check and their tokens so far (EOS and the pad after it included), so their paintings can start
         # while the other rows decode; the check reads which rows are going anyway (one small copy more)
@@ -187,9 +189,10 @@ class StaticDecoder:
         return self.keyed_steps[keys]
 
     def _step(self, token, position, mask, unfinished, cache, warpers: list, do_sample: bool, eos, pad: int,
-              keys: int | None = None):
+              temperature: float = 1.0, keys: int | None = None):
         """One token per row: the forward on `token` at `position`, the warpers, a sample (or argmax);
-        rows already finished get `pad`. Returns (tokens, still unfinished). With `keys`, attention
+        rows already finished get `pad`. Returns (tokens, still unfinished, their log-probs at `temperature`).
+        With `keys`, attention
         reads the cache's first `keys` positions: the 2D mask cut there becomes the full-attention
         layers' prepared mask (what transformers builds from the 2D mask on a static cache, causal
         and padding, is the same for one query token: the 2D mask has no 1 past the current position)."""
@@ -199,7 +202,11 @@ class StaticDecoder:
                             logits_to_keep=1, **{self.cache_kw: cache}).logits[:, -1].float()
         chosen = choose(logits, warpers, do_sample)
         chosen = torch.where(unfinished, chosen, pad)
-        return chosen, unfinished & ~(chosen[:, None] == eos[None, :]).any(-1)
+        # the chosen token's log-prob as TRL's loss computes it (logits / temperature, no top-k / top-p): the
+        # sampler's side of an importance weight (salon.train.update.stale_correction)
+        scaled = logits / temperature
+        logp = scaled.gather(-1, chosen[:, None])[:, 0] - scaled.logsumexp(-1)
+        return chosen, unfinished & ~(chosen[:, None] == eos[None, :]).any(-1), logp
 
     @torch.no_grad()
     def generate(self, prompt_ids: list[list[int]], generation_config) -> torch.Tensor:
@@ -286,8 +293,12 @@ class StaticDecoder:
         unfinished = torch.ones(batch, dtype=torch.bool, device=ids.device)
         out = torch.full((batch, cfg.max_new_tokens), pad, dtype=torch.long, device=ids.device)
         # prefill, eager: its shape changes with the bucket, and it runs once per call
-        token, unfinished = self._step(ids, position, prompt_mask, unfinished, cache, warpers, cfg.do_sample, eos, pad)
+        temperature = float(cfg.temperature or 1.0)
+        token, unfinished, logp = self._step(ids, position, prompt_mask, unfinished, cache, warpers, cfg.do_sample,
+                                             eos, pad, temperature)
         out[:, 0] = token
+        logps = torch.zeros((batch, cfg.max_new_tokens), dtype=torch.float32, device=ids.device)
+        logps[:, 0] = logp
         position = position[:, -1:]
         steps = 1
         # the host's own time: from the first decode step's call to the latest, less its waits for the card
@@ -318,12 +329,14 @@ class StaticDecoder:
                 torch.compiler.cudagraph_mark_step_begin()  # the last replay's outputs are read: copied below
             last = time.perf_counter()
             first = first or last
-            token, unfinished = step(out[:, i - 1:i], position, step_mask, unfinished, cache, warpers, cfg.do_sample,
-                                     eos, pad, keys)
+            token, unfinished, logp = step(out[:, i - 1:i], position, step_mask, unfinished, cache, warpers,
+                                           cfg.do_sample, eos, pad, temperature, keys)
             out[:, i] = token
+            logps[:, i] = logp
             unfinished = unfinished.clone()
             steps = i + 1
         self.last_host_ms_per_step = 1e3 * (last - first - waited) / (steps - 2) if steps > 2 else None
+        self.last_logprobs = logps[:, :steps]
         return out[:, :steps]
 
     def _generate(self, ids, prompt_mask, cfg, cache) -> torch.Tensor:
@@ -339,8 +352,17 @@ class StaticDecoder:
                 cfg.compile_config._compile_all_devices = True  # transformers compiles on CUDA only unless told
         self.model.generation_config = copy.deepcopy(cfg)  # transformers fills unset fields from the model's
         out = self.model.generate(input_ids=ids, attention_mask=prompt_mask, generation_config=cfg,
-                                  **{self.cache_kw: cache})
-        return out[:, ids.shape[1]:]
+                                  output_logits=True, return_dict_in_generate=True, **{self.cache_kw: cache})
+        completions = out.sequences[:, ids.shape[1]:]
+        self.last_logprobs = chosen_logprobs(out.logits, completions, float(cfg.temperature or 1.0))
+        return completions
+
+
+def chosen_logprobs(logits: tuple, tokens: torch.Tensor, temperature: float) -> torch.Tensor:
+    """(batch, tokens) log-probs of `tokens` under generate's raw `logits` (one (batch, vocab) tensor a
+    step) at `temperature`, as TRL's loss computes them."""
+    scaled = torch.stack(logits, dim=1).float() / temperature
+    return scaled.gather(-1, tokens[..., None])[..., 0] - scaled.logsumexp(-1)
 
 
 def cache_argument(model) -> str:

@@ -42,9 +42,12 @@ bound (shared/reference/generation-speed.md). This engine owns that path instead
    rendering them all, and each later call hands TRL its micro-batch's completions. A row that ends
    (EOS) while others decode goes to `on_finished` (the recipe's `reward.prefetching_generated`) at the
    loop's next check, so its painting renders during the rest of the decode.
-4. The loss is untouched: TRL computes its log-probabilities with the trained peft model as
-   always, and this engine returns no sampling log-probs (`logprobs: None`, as TRL's own
-   transformers path), so no importance-sampling term enters.
+4. The loss is TRL's: it computes its log-probabilities with the trained peft model as always. The
+   engine returns each sampled token's log-prob at the sampling temperature (`logprobs`); TRL keeps
+   them as `sampling_per_token_logps`, and with `grpo.max_staleness: 1` (salon.train.engine.overlap)
+   they are the sampler's side of the importance weight (salon.train.update.stale_correction).
+   `generate` reads only the copy, so it may run in a thread of its own while the trainer updates;
+   `refresh` is the one place the copy changes.
 
 Compilations. A compiled decode step is specific to (batch, bucket + max_completion_length) and
 the sampling settings, which are fixed within a run. With a fixed generation batch a run compiles
@@ -177,6 +180,7 @@ class CompiledGeneration:
         self.decoder: StaticDecoder | None = None
         self.refreshed_at: int | None = None
         self.refreshes = 0
+        self.refresh_s: float | None = None  # the last refresh's time, logged with the generation after it
 
     def attach(self, trainer) -> None:
         """Build the merged copy of `trainer.model` (a peft model) now, refusing what cannot work."""
@@ -226,23 +230,38 @@ class CompiledGeneration:
         for batch in batches:
             part = slice(start, start + len(batch))
             self._made.append((batch, {"prompt_ids": made["prompt_ids"][part],
-                                       "completion_ids": made["completion_ids"][part], "logprobs": None}))
+                                       "completion_ids": made["completion_ids"][part],
+                                       "logprobs": made["logprobs"][part]}))
             start += len(batch)
 
     def _finished(self, prompts: list, wave: list[int], eos: list[int], rows: list[int], ids: torch.Tensor) -> None:
         """The decoder's rows that ended, as on_finished wants them (cut as the whole batch will be)."""
         self.on_finished([prompts[r] for r in rows], cut_after_eos(ids, eos), [wave[r] for r in rows])
 
-    def _generate(self, prompts: list, trainer) -> dict:
+    def refresh(self, trainer) -> None:
+        """The merged copy made equal to the trainer's weights now (nothing may be generating)."""
         if self.policy is None:
             self.attach(trainer)
         if trainer.state.global_step != self.refreshed_at:
             t0 = time.perf_counter()
             self.policy.refresh()
             self.refreshed_at, self.refreshes = trainer.state.global_step, self.refreshes + 1
-            trainer._log_metric("salon/generation/refresh_s", time.perf_counter() - t0)
+            self.refresh_s = time.perf_counter() - t0
+
+    def _generate(self, prompts: list, trainer) -> dict:
+        """Refreshed, generated and logged in one go (TRL's rollout_func, update_per_group's step)."""
+        self.refresh(trainer)
+        out = self.generate(prompts, trainer)
+        log_generation_metrics(trainer, out.pop("metrics"))
+        return out
+
+    def generate(self, prompts: list, trainer) -> dict:
+        """Completions (and each token's log-prob) from the merged copy as it is: safe in a thread of its own
+        while the trainer updates, since it reads nothing of the trainer's weights. The metrics come back
+        under "metrics" for the caller to log in the trainer's thread."""
         prompt_ids = tokenize(prompts, trainer)
         completion_ids: list = [None] * len(prompts)
+        logprobs: list = [None] * len(prompts)
         seconds, host_pace = 0.0, []
         parts = waves_of(prompts, self.waves, getattr(trainer, "num_generations", None))
         for n, wave in enumerate(parts):
@@ -253,21 +272,28 @@ class CompiledGeneration:
             seconds += self.decoder.last_seconds
             if self.decoder.last_host_ms_per_step is not None:
                 host_pace.append(self.decoder.last_host_ms_per_step)
-            for i, ids in zip(wave, made):
-                completion_ids[i] = ids
+            row_logps = self.decoder.last_logprobs.cpu()
+            for k, (i, ids) in enumerate(zip(wave, made)):
+                completion_ids[i], logprobs[i] = ids, row_logps[k, :len(ids)].tolist()
             if self.on_wave is not None and n < len(parts) - 1:
                 self.on_wave([prompts[i] for i in wave], made)
         tokens = sum(len(c) for c in completion_ids)
-        for name, value in (("compiled_graphs", self.decoder.compiled_graphs), ("shapes", len(self.decoder.shapes)),
-                            ("waves", len(parts)),
-                            ("decode_loop", self.decoder.last_path == "loop"),
-                            ("copy_gib", self.policy.nbytes / GIB),
-                            ("kv_cache_gib", sum(self.decoder.cache_bytes(*k) for k in self.decoder.caches) / GIB),
-                            ("tokens_per_s", tokens / max(seconds, 1e-9))):
-            trainer._log_metric(f"salon/generation/{name}", float(value))  # what TRL hands reward functions
+        metrics = {"compiled_graphs": self.decoder.compiled_graphs, "shapes": len(self.decoder.shapes),
+                   "waves": len(parts), "decode_loop": self.decoder.last_path == "loop",
+                   "copy_gib": self.policy.nbytes / GIB,
+                   "kv_cache_gib": sum(self.decoder.cache_bytes(*k) for k in self.decoder.caches) / GIB,
+                   "tokens_per_s": tokens / max(seconds, 1e-9), "seconds": seconds}
+        if self.refresh_s is not None:
+            metrics["refresh_s"], self.refresh_s = self.refresh_s, None
         if host_pace:  # the host's own time a decode step (decode.py): beside the time a step, who paces whom
-            trainer._log_metric("salon/generation/host_ms_per_step", sum(host_pace) / len(host_pace))
-        return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": None}
+            metrics["host_ms_per_step"] = sum(host_pace) / len(host_pace)
+        return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": logprobs, "metrics": metrics}
+
+
+def log_generation_metrics(trainer, metrics: dict) -> None:
+    """salon/generation/NAME for each figure (TRL averages what reward functions and engines log a step)."""
+    for name, value in metrics.items():
+        trainer._log_metric(f"salon/generation/{name}", float(value))
 
 
 def waves_of(prompts: list, waves: int, group_size: int | None = None) -> list[list[int]]:

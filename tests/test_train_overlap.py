@@ -1,0 +1,150 @@
+"""The overlapped step (grpo.max_staleness) on a CPU: exact where it must be.
+
+Real GRPOTrainers on a tiny Qwen3 with a rank-4 LoRA, float32 (train_support.tiny_grpo_trainer: 8
+completions a step, 4 prompts x 2), a reward that is a plain function of the text:
+
+- staleness 0 through salon's rollout (TransformersSampler in the engine's thread) against TRL's own
+  transformers path: the same completions token for token, rewards and the updated weights within 1e-5;
+- staleness 1 with an unchanged policy (learning rate 0): every importance weight is 1 within 1e-5;
+- staleness 1 learning: the weights move off 1, within the cap; each step but an epoch's first was
+  generated a step ahead; the data order is the synchronous loop's;
+- the compiled engine's recorded log-probs are TRL's log-prob pass's within 1e-5;
+- importance_weights' cap and the config's refusals.
+About a minute on two cores.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from salon.train.engine.overlap import OverlappedRollout
+from salon.train.engine.transformers_sampler import TransformersSampler
+from salon.train.update.stale_correction import importance_weights, install
+
+TOL = 1e-5  # float32 on a CPU: the same operations in the same order, or a KV cache against a full pass
+MAX_NEW = 10
+PROMPTS = [[{"role": "user", "content": text}] for text in
+           ("A watercolour of a peach hibiscus.", "koi", "moon jellyfish at dusk", "The quick brown fox")]
+
+
+@pytest.fixture(scope="module")
+def policy(tmp_path_factory):
+    from salon.models.tiny import build_lm
+
+    return build_lm(tmp_path_factory.mktemp("policy") / "tiny", "qwen3")
+
+
+def run(policy, out, staleness: int | None, steps: int, **config):
+    """`steps` optimiser steps; staleness None: TRL's own transformers path (no rollout_func). Returns the
+    trainer, the completions and prompts each reward call saw, and the rollout."""
+    from train_support import tiny_grpo_trainer
+
+    seen = []
+
+    def chars(prompts, completions, **kwargs):
+        seen.append(([p[-1]["content"] for p in prompts], [c[0]["content"] for c in completions]))
+        return [float(len(c[0]["content"]) % 7) for c in completions]
+
+    rollout = None if staleness is None else OverlappedRollout(TransformersSampler(copy=staleness == 1), staleness)
+    trainer = tiny_grpo_trainer(policy, out, PROMPTS, rollout, chars, MAX_NEW, max_steps=steps, **config)
+    if rollout is not None:
+        rollout.attach(trainer)
+        if staleness:
+            install(trainer, rollout, cap=3.0)
+    try:
+        trainer.train()
+    finally:
+        if rollout is not None:
+            rollout.close()
+    return trainer, seen, rollout
+
+
+def logged(trainer, name: str) -> list[float]:
+    return [h[name] for h in trainer.state.log_history if name in h]
+
+
+def weights(trainer) -> dict[str, torch.Tensor]:
+    return {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
+
+
+def test_staleness_0_is_trls_loop(policy, tmp_path):
+    trl, trl_seen, _ = run(policy, tmp_path / "trl", None, steps=3)
+    mine, my_seen, rollout = run(policy, tmp_path / "mine", 0, steps=3)
+    assert my_seen == trl_seen  # prompts and completions, token for token, at every step
+    assert len({c for _, cs in my_seen for c in cs}) > 4  # sampled, not one reply
+    assert logged(mine, "reward") == pytest.approx(logged(trl, "reward"), abs=TOL)
+    assert logged(mine, "loss") == pytest.approx(logged(trl, "loss"), abs=TOL)
+    after, theirs = weights(mine), weights(trl)
+    assert max((after[n] - theirs[n]).abs().max().item() for n in after) < TOL
+    assert max(after[n].abs().max().item() for n in after if "lora_B" in n) > 100 * TOL  # it learned (B starts at 0)
+    assert rollout.steps == {"overlapped": 0, "synchronous": 3}
+    assert logged(mine, "salon/overlap/staleness") == [0.0, 0.0, 0.0]
+
+
+def test_staleness_1_with_an_unchanged_policy_weighs_every_token_1(policy, tmp_path):
+    trainer, seen, rollout = run(policy, tmp_path / "still", 1, steps=3, learning_rate=0.0)
+    assert logged(trainer, "salon/overlap/staleness") == [0.0, 1.0, 1.0]
+    assert rollout.steps == {"overlapped": 2, "synchronous": 1}
+    low, high = logged(trainer, "salon/overlap/importance_weight_min"), logged(trainer, "salon/overlap/importance_weight_max")
+    assert len(low) == len(high) == 2  # steps 2 and 3: the stale ones
+    assert all(abs(w - 1) < TOL for w in low + high)
+
+
+def test_staleness_1_learning_keeps_the_data_order_and_corrects(policy, tmp_path):
+    sync, sync_seen, _ = run(policy, tmp_path / "sync", 0, steps=5)
+    stale, stale_seen, rollout = run(policy, tmp_path / "stale", 1, steps=5)
+    assert [p for p, _ in stale_seen] == [p for p, _ in sync_seen]  # peeking ahead moves no prompt
+    # 4 steps an epoch here (16 rows, 8 a generation, each twice): step 5 starts an epoch, generated when asked
+    assert logged(stale, "salon/overlap/staleness") == [0.0, 1.0, 1.0, 1.0, 0.0]
+    assert rollout.steps == {"overlapped": 3, "synchronous": 2}
+    low, high = logged(stale, "salon/overlap/importance_weight_min"), logged(stale, "salon/overlap/importance_weight_max")
+    assert max(abs(w - 1) for w in low + high) > 1e-3  # the sampler was one update behind
+    assert all(0 < w <= 3.0 for w in low + high)
+    assert all(s > 0 for s in logged(stale, "salon/overlap/overlap_s")[1:4])
+    assert stale_seen[1][1] != sync_seen[1][1]  # step 2 was sampled by the policy before step 1's update
+
+
+def test_compiled_engine_records_trls_log_probs(policy, tmp_path):
+    from salon.train.engine.generation import CompiledGeneration
+    from salon.train.engine.transformers_sampler import sampler_logprobs
+    from train_support import completion_chars, tiny_grpo_trainer
+    from trl.trainer.utils import pad
+
+    engine = CompiledGeneration(compile="off", prompt_bucket=16)
+    trainer = tiny_grpo_trainer(policy, tmp_path, PROMPTS, engine, completion_chars, MAX_NEW)
+    engine.attach(trainer)
+    torch.manual_seed(0)
+    out = engine.generate(PROMPTS, trainer)
+    rows = [torch.tensor(r) for r in out["prompt_ids"]]
+    ids = pad(rows, padding_value=trainer._tokenizer.pad_token_id, padding_side="left")
+    mask = pad([torch.ones_like(r) for r in rows], padding_value=0, padding_side="left")
+    theirs = sampler_logprobs(trainer, trainer.model, ids, mask, out["completion_ids"], trainer._tokenizer.pad_token_id)
+    assert [len(x) for x in out["logprobs"]] == [len(c) for c in out["completion_ids"]]
+    gap = max(abs(a - b) for mine, their in zip(out["logprobs"], theirs) for a, b in zip(mine, their))
+    assert gap < TOL
+
+
+def test_importance_weights_are_cut_at_the_cap():
+    current = torch.tensor([[0.0, -1.0, -5.0, 0.0]])
+    sampler = torch.tensor([[0.0, -3.0, -1.0, float("nan")]])
+    mask = torch.tensor([[1, 1, 1, 0]])
+    w, figures = importance_weights(current, sampler, mask, cap=3.0)
+    assert w.tolist()[0][:3] == pytest.approx([1.0, 3.0, torch.exp(torch.tensor(-4.0)).item()], abs=1e-6)
+    assert w[0, 3].item() == 1.0  # padding: no weight
+    assert figures["truncated_share"] == pytest.approx(1 / 3)
+    assert figures["importance_weight_max"] == pytest.approx(3.0)
+
+
+def test_the_config_refuses_what_staleness_1_cannot_go_with():
+    from salon.pool.errors import ConfigError
+    from salon.train.config_grpo import GRPOSettings
+
+    with pytest.raises(ConfigError) as refused:
+        GRPOSettings(max_staleness=1, generation="continuous_batching", update_per_group=True,
+                     steps_per_generation=2, extra={"num_iterations": 2})
+    text = str(refused.value)
+    for words in ("not continuous_batching", "update_per_group both", "steps_per_generation unset",
+                  "num_iterations must be 1"):
+        assert words in text
+    GRPOSettings(max_staleness=1, generation="transformers")  # and this is fine

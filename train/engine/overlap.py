@@ -1,0 +1,147 @@
+"""The overlapped step (`grpo.max_staleness: 1`): step n+1's completions are generated while step n's are
+painted, judged and learned from.
+
+    rollout = OverlappedRollout(sampler, staleness=1)   # sampler: CompiledGeneration or TransformersSampler
+    trainer = GRPOTrainer(..., rollout_func=rollout)
+    rollout.attach(trainer)                             # peeks the next step's prompts as the Trainer fetches
+    install_stale_correction(trainer, rollout)          # salon.train.update.stale_correction
+
+At step n's rollout call (the trainer holds the weights of n updates, theta_n):
+
+1. the completions for step n's prompts are taken from the generation started at step n-1 (sampled by
+   theta_{n-1}: staleness 1), or generated now if none was started for these prompts (the first step, the
+   first step of an epoch, staleness 0: the loop as it was);
+2. the sampler is refreshed to theta_n in the trainer's thread (its copy of the weights: nothing generates at
+   that moment, and TRL's update cannot start before the copies are queued), and the next step's prompts,
+   peeked from the Trainer's data iterator, start generating in the engine's thread;
+3. step n's completions go back to TRL, which paints, judges and updates while that thread decodes.
+
+The sampler is read by one thread, its own, always (CUDA graphs and their memory pools are per thread); on
+CUDA that thread decodes on a stream of its own, so the decode's kernels (memory-bound) run beside the
+judge's prefill and the update's (arithmetic-bound) on the default stream. The update corrects for the
+stale sampler with each token's importance weight (salon.train.update.stale_correction).
+
+Per step the rollout logs, as salon/overlap/NAME: `staleness` (0 or 1), `generation_s` (the sampler's own
+time), `wait_s` (how long the step waited for it) and `overlap_s` (generation_s - wait_s: the time the
+generation ran while the trainer worked). The importance weights are logged by stale_correction.
+
+Why a thread and not a process: the sampler is already a copy of the weights on the same card (the compiled
+engine's merged copy), the refresh is an in-place copy between two tensors of one process, and the decode
+releases the GIL in every kernel launch. Two cards: `grpo.generation_device` puts the sampler in a process of
+its own (salon.train.engine.sampler_process) behind the same two calls, refresh and generate.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import torch
+
+from salon.train.rollout import prompt_key
+
+log = logging.getLogger(__name__)
+_NOTHING = object()
+
+
+class OverlappedRollout:
+    """TRL's `rollout_func` that generates one step ahead (see the module doc). `staleness` 0 generates each
+    step's completions when TRL asks, through the same sampler and thread."""
+
+    def __init__(self, sampler, staleness: int):
+        self.sampler, self.staleness = sampler, staleness
+        # one thread for the sampler's whole life: torch.compile's CUDA graphs are recorded per thread
+        self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="salon-generate")
+        self.stream = None  # a CUDA stream of the engine's own, made in its thread on first use
+        self.cuda = False  # whether the trainer (and so the sampler) is on CUDA: set by attach
+        self.ahead: tuple[list[str], Future] | None = None  # (prompt keys, generation) of the next step
+        self.next_prompts: list | None = None  # the next step's prompts, as peeked
+        # what the last call handed TRL: its staleness (stale_correction reads it)
+        self.handed_staleness = 0
+        self.steps = {"overlapped": 0, "synchronous": 0}
+
+    # ---- wiring ------------------------------------------------------------------------------------
+    def attach(self, trainer) -> None:
+        """Peek one batch ahead of the Trainer's fetches: the first batch of the next optimiser step is the
+        next generation's (TRL's RepeatSampler repeats one generation batch over the step's micro-batches)."""
+        self.cuda = trainer.accelerator.device.type == "cuda"
+        fetch = trainer.get_batch_samples
+        peeked: dict = {}  # the iterator of the epoch -> its next batch (None: it had run out)
+
+        @functools.wraps(fetch)
+        def fetching(epoch_iterator, num_batches, device):
+            held = peeked.pop(epoch_iterator, _NOTHING)
+            peeked.clear()  # an earlier epoch's iterator is done with
+            if held is _NOTHING:
+                batches = fetch(epoch_iterator, num_batches, device)[0]
+            elif held is None:
+                batches = []
+            else:
+                batches = [held] + fetch(epoch_iterator, num_batches - 1, device)[0]
+            nxt = fetch(epoch_iterator, 1, device)[0]
+            peeked[epoch_iterator] = nxt[0] if nxt else None
+            # None at an epoch's last step: the next epoch's first step generates when TRL asks
+            self.next_prompts = [row["prompt"] for row in nxt[0]] if nxt else None
+            return batches, trainer._get_num_items_in_batch(batches, device)
+
+        trainer.get_batch_samples = fetching
+
+    def close(self) -> None:
+        if self.ahead is not None:
+            self.ahead[1].cancel()
+        self.thread.shutdown(wait=True)
+
+    # ---- TRL's rollout_func ------------------------------------------------------------------------
+    def __call__(self, prompts: list, trainer) -> dict:
+        keys = [prompt_key(p) for p in prompts]
+        ahead, self.ahead = self.ahead, None
+        t0 = time.perf_counter()
+        if ahead is not None and ahead[0] == keys and trainer.model.training:
+            out = ahead[1].result()
+            staleness, wait = 1, time.perf_counter() - t0
+            self.steps["overlapped"] += 1
+        else:
+            if ahead is not None:  # generated for other prompts (an evaluation came between): not these
+                ahead[1].result()
+                log.info("overlapped generation: the prompts generated ahead were not the step's; generating now")
+            self.sampler.refresh(trainer)
+            out = self._in_thread(self.sampler.generate, prompts, trainer).result()
+            staleness, wait = 0, time.perf_counter() - t0
+            self.steps["synchronous"] += 1
+        if self.staleness and trainer.model.training and self.next_prompts is not None:
+            nxt, self.next_prompts = self.next_prompts, None
+            # here, in the trainer's thread, before TRL's update can write the weights the copy is made from
+            self.sampler.refresh(trainer)
+            self.ahead = ([prompt_key(p) for p in nxt], self._in_thread(self.sampler.generate, nxt, trainer))
+        metrics = out.pop("metrics")
+        generated = metrics.get("seconds", wait)
+        for name, value in (("staleness", staleness), ("generation_s", generated), ("wait_s", wait),
+                            ("overlap_s", max(0.0, generated - wait) if staleness else 0.0)):
+            trainer._log_metric(f"salon/overlap/{name}", float(value))
+        for name, value in metrics.items():
+            trainer._log_metric(f"salon/generation/{name}", float(value))
+        self.handed_staleness = staleness
+        return out
+
+    # ---- the engine's thread -----------------------------------------------------------------------
+    def _in_thread(self, fn, *args) -> Future:
+        """Run in the engine's thread after what the trainer's thread queued on the card so far (the refresh's
+        copies into the sampler's weights)."""
+        ready = None
+        if self.cuda:
+            ready = torch.cuda.Event()
+            ready.record()  # on the trainer thread's current stream
+        return self.thread.submit(self._run, fn, ready, *args)
+
+    def _run(self, fn, ready, *args):
+        if ready is None:
+            return fn(*args)
+        if self.stream is None:
+            self.stream = torch.cuda.Stream()
+        self.stream.wait_event(ready)
+        with torch.cuda.stream(self.stream):
+            out = fn(*args)
+        self.stream.synchronize()  # done on the card before the next refresh overwrites the copy
+        return out
