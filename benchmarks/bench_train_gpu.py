@@ -58,6 +58,11 @@ left out) of:
   optimisation_s  step_s minus TRL's whole rollout (`_generate_and_score_completions`: generation,
                   reward, log-prob passes): the loss's forward and backward and the update
   peak_memory_gib torch.cuda.max_memory_allocated over the engine's run (0 on a CPU)
+  staleness       grpo.max_staleness as it ran: 1 where the step's completions were generated during the
+                  step before (salon.train.engine.overlap), 0 where TRL asked for them and waited
+  overlap_s       the time the generation ran while the trainer worked on the step before (0 synchronous);
+                  with staleness 1 generation_s is the sampler's own time and its wait is step_s's share
+  rollouts_per_s  completions generated, painted, judged and learned from a second: rows / step_s
 The printout (and `--steps-json`) adds, per step, pairwise_judge_s (judge_s's pairwise judge alone:
 the rest of it is the CPU-side image judges, decoding and the records), judge_ahead_s (the later
 calls' paintings' share of judge_s, by count in the batches that held them: grpo.update_per_group),
@@ -102,7 +107,7 @@ EXAMPLES = REPO / "curate" / "examples"
 REFERENCE_SKETCHES = {"love": ["hibiscus_03_layered", "koi_02_swirl", "jellyfish_02_drifting"],
                       "okay": ["mountain_02_collapse", "still_02_teacup", "hibiscus_01_sketch"]}
 KEYS = ("step_s", "generation_s", "tokens_per_s", "generation_share_of_bound", "render_wait_s", "judge_s",
-        "optimisation_s", "peak_memory_gib")
+        "optimisation_s", "peak_memory_gib", "staleness", "overlap_s", "rollouts_per_s")
 DIGITS = {"tokens_per_s": 1, "generation_share_of_bound": 4}  # the others: 2
 RUN_NAME = re.compile(r"[A-Za-z0-9_.-]+")  # a run's name names its folder and part file
 NUM_GENERATIONS = 8
@@ -238,17 +243,24 @@ def run_engine(args, engine: str, variant: list[str] | None, gpu_render: str) ->
         if profiled and step == profiled.step:
             continue
         h = logs.get(step + 1, {})
-        generation = timings.generation.get(step, float("nan"))
+        generate_call = timings.generation.get(step, float("nan"))  # TRL's _generate: with overlap, mostly a wait
+        # the sampler's own time where the overlapped rollout logged it (its decode ran beside the step before)
+        generation = h.get("salon/overlap/generation_s", generate_call)
         rollout = timings.rollout.get(step, float("nan"))
         part = functools.partial(timings.reward_part, step)
         reward = part("reward_s")
         steps.append({"step": step + 1, "step_s": timings.step[step], "generation_s": generation,
                       "tokens_per_s": timings.tokens.get(step, 0) / generation,
+                      "staleness": h.get("salon/overlap/staleness", 0.0),
+                      "overlap_s": h.get("salon/overlap/overlap_s", 0.0),
+                      "wait_s": h.get("salon/overlap/wait_s", generate_call),
+                      "importance_weight_mean": h.get("salon/overlap/importance_weight_mean", float("nan")),
+                      "rollouts_per_s": timings.rows.get(step, 0) / timings.step[step],
                       **{name: part(name) for name in ("render_wait_s", "judge_s", "judge_ahead_s", "pairwise_judge_s",
                                                        "render_max_s", "ocr_max_s", "render_mean_s", "ocr_mean_s",
                                                        "judge_calls")},
                       "optimisation_s": timings.step[step] - rollout, "reward_s": reward,
-                      "logprob_s": rollout - generation - reward,
+                      "logprob_s": rollout - generate_call - reward,
                       "host_ms_per_step": h.get("salon/generation/host_ms_per_step", float("nan")),
                       **timings.cores.get(step, {}), **timings.allocator.get(step, {})})
     memory = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else 0.0
@@ -394,6 +406,10 @@ def main(argv: list[str] | None = None) -> int:
         if {k: v for k, v in written.items() if k != "engines"} != head:
             raise SystemExit(f"--add: {args.json} was measured elsewhere or in another shape; write a new file")
         earlier = written["engines"]
+        for row in earlier.values():  # rows from before the overlapped step: synchronous, by construction
+            row.setdefault("staleness", 0.0)
+            row.setdefault("overlap_s", 0.0)
+            row.setdefault("rollouts_per_s", round(NUM_GENERATIONS * args.prompts_per_step / row["step_s"], 2))
     render_references(refs, args.gpu_render)
     paths = args.render_paths.split(",") if args.render_paths else [args.gpu_render]
     finished, failed = Finished(), []
