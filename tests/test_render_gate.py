@@ -80,5 +80,5 @@ def test_verdict_adds_blank_canvas_and_keeps_stable_order():
 def test_codes_are_the_stable_set():
     assert gate.VIOLATIONS == ("no_sketch", "syntax_error", "not_webgl", "external_access", "text_label",
                                "bare_primitives", "unknown_brush_method", "unknown_name", "no_painting_calls",
-                               "runtime_error", "timeout", "blank_canvas")
+                               "call_shape", "path_order", "runtime_error", "timeout", "blank_canvas")
     assert gate.RENDER_UNAVAILABLE not in gate.VIOLATIONS

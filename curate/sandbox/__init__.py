@@ -7,6 +7,7 @@ PNG and a verdict (gate.py's stable codes), whatever the sketch does.
 Floors, lowest first (each module imports only those below it):
     world.py      what a sketch can name (its compartment's globals), and the code of every other name
     names.py      the names a sketch uses, from its syntax tree; the source the page evaluates
+    call_shapes.py  world calls in a shape they throw on (arguments, path order), from the same tree
     gate.py       violation codes, the static checks on source, the verdict merge
     chromium.py   which Chromium, and the switches every sandbox browser starts with
     isolation.py  the browser's own network namespace (or flags where none can be made)

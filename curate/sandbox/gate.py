@@ -2,7 +2,8 @@
 
 Static checks run in Python before a browser is touched: the names the sketch uses, read from
 its syntax tree against the sketch's world (names.py, world.py: p5's painting is bare_primitives,
-its text text_label, the page and the network external_access, anything else unknown_name), and
+its text text_label, the page and the network external_access, anything else unknown_name), the
+shapes of its world calls (call_shapes.py: call_shape, path_order), and
 patterns on the source with comments and string contents blanked (prose in comments must not trip
 a check; a URL inside a string must not hide a `fetch`). What static checks cannot see (a name
 made at run time) the page reports with the same codes (page/guard.js). `verdict()` merges both
@@ -16,7 +17,7 @@ from __future__ import annotations
 import re
 import sys
 
-from salon.curate.sandbox import names
+from salon.curate.sandbox import call_shapes, names
 from salon.pool.paint import BLANK_FRACTION
 
 # Stable codes: stored with every candidate and published in the dataset, so a code is only ever
@@ -31,6 +32,13 @@ VIOLATIONS = (
     "unknown_brush_method",
     "unknown_name",
     "no_painting_calls",
+    # a world call in a shape p5.brush or p5 throws on (call_shapes.py): too few arguments or one always
+    # undefined, a radius of 0 or less, a brush or field p5.brush does not have, points that are no
+    # [x, y] arrays, an object lacking a field its type needs
+    "call_shape",
+    # brush.vertex / endShape with no beginShape open, an endShape after fewer than 2 vertices,
+    # brush.move / endStroke with no beginStroke open (call_shapes.py)
+    "path_order",
     "runtime_error",
     "timeout",
     "blank_canvas",
@@ -120,14 +128,21 @@ def static_violations(code: str | None) -> list[str]:
         found.add("not_webgl")
     if _EXTERNAL_RE.search(bare) or _STRING_URL_RE.search(stripped):
         found.add("external_access")
-    # p5's painting, text and page: names outside the sketch's world (names.py, world.py)
-    found.update(code for code, _ in names.outside_world(code))
+    # p5's painting, text and page: names outside the sketch's world (names.py, world.py); world
+    # calls in a shape they throw on (call_shapes.py)
+    found.update(code for code, _ in names.outside_world(code) + call_shapes.mistakes(code))
     methods = set(_BRUSH_CALL_RE.findall(bare))
     if methods - BRUSH_API:
         found.add("unknown_brush_method")
     if not methods & BRUSH_PAINTING:
         found.add("no_painting_calls")
     return [v for v in VIOLATIONS if v in found]
+
+
+def static_details(code: str | None) -> list[str]:
+    """What the static checks that read the syntax tree found, each with its line, for people (and a
+    rejection's `details`): names outside the world, then call shapes."""
+    return [detail for _, detail in names.outside_world(code or "") + call_shapes.mistakes(code)]
 
 
 def _braces_unbalanced(bare: str) -> bool:

@@ -59,10 +59,30 @@ def _bound(pattern, out: list) -> None:
 
 
 @lru_cache(maxsize=64)
+def parse(code: str):
+    """The sketch's syntax tree, kept for the last sketches parsed: the names and the call shapes
+    (call_shapes.py) each read the same sketch's."""
+    return _parser().parse(code.encode("utf-8", "replace"))
+
+
+def declared_by(node) -> list:
+    """The identifier nodes `node` declares: a declarator's, a function's or a class's name, a
+    function's parameters, a catch clause's, a `for (const x of ...)`'s."""
+    kind, found = node.type, []
+    if kind in _DECLARING_FIELDS and node.child_by_field_name(_DECLARING_FIELDS[kind]) is not None:
+        _bound(node.child_by_field_name(_DECLARING_FIELDS[kind]), found)
+    elif kind == "formal_parameters":
+        _bound(node, found)
+    elif kind == "for_in_statement" and node.child_by_field_name("kind") is not None:
+        _bound(node.child_by_field_name("left"), found)
+    return found
+
+
+@lru_cache(maxsize=64)
 def read(code: str) -> SketchNames:
     """The sketch's free and sloppy-assigned names. Kept for the last sketches read: the static gate,
     a rejection's details and the source the page evaluates each ask for the same sketch's."""
-    tree = _parser().parse(code.encode("utf-8", "replace"))
+    tree = parse(code)
     if tree.root_node.has_error:
         return SketchNames(parsed=False)
     declared, binding, uses, assigned = set(), set(), [], set()
@@ -71,14 +91,7 @@ def read(code: str) -> SketchNames:
         node = stack.pop()
         stack.extend(node.children)
         kind = node.type
-        found: list = []
-        if kind in _DECLARING_FIELDS and node.child_by_field_name(_DECLARING_FIELDS[kind]) is not None:
-            _bound(node.child_by_field_name(_DECLARING_FIELDS[kind]), found)
-        elif kind == "formal_parameters":
-            _bound(node, found)
-        elif kind == "for_in_statement" and node.child_by_field_name("kind") is not None:
-            _bound(node.child_by_field_name("left"), found)
-        for ident in found:
+        for ident in declared_by(node):
             declared.add(ident.text.decode())
             binding.add(ident.id)
         if kind in _ASSIGNING or (kind == "for_in_statement" and node.child_by_field_name("kind") is None):

@@ -13,7 +13,7 @@ so the default is one browser per two cores), each in a network namespace of its
 (isolation.py). Every sketch gets a fresh document, served with a Content Security Policy that
 holds in every realm and makes the document's origin opaque, so no storage exists to leave
 anything in (assets.py). The sketch's source is checked against its world before a browser is
-touched (gate.py, names.py), then handed to the page as a string and evaluated there in an SES
+touched (gate.py, names.py, call_shapes.py), then handed to the page as a string and evaluated there in an SES
 compartment whose only globals are a frozen facade of p5.brush and p5's helpers that do not paint
 (page/facade.js, page/start.js). A page (browser context and renderer process: pages.py) whose
 sketch finished with no violation and nothing refused serves the next sketch in a new document,
@@ -268,7 +268,7 @@ class Renderer:
         static = gate.static_violations(code)
         if static and not self.config.render_rejects:
             return RenderResult(ok=False, violations=static, render_ms=_ms(t0),
-                                details=[detail for _, detail in names.outside_world(code or "")])
+                                details=gate.static_details(code))
         timeout_s = timeout_s or self.config.timeout_s
         # A slot covers the drawing and the reading (paint fraction, OCR), though the browser is let go
         # once it has drawn: both are CPU work, and with the reading outside the slot 16 browsers drew

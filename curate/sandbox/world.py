@@ -2,6 +2,9 @@
 
     python -m salon.curate.sandbox.world          # print the world, by kind
 
+What a world call needs to run (CALL_NEEDS, PATHS) is here too: call_shapes.py holds a sketch's
+calls against it before the browser.
+
 The render page evaluates a sketch in an SES Compartment whose globals are these names and
 JavaScript's own builtins, nothing else (page/facade.js builds them from these lists; a test checks
 the page's global object against WORLD_NAMES). A name outside them is refused before the browser
@@ -12,6 +15,7 @@ page that the page reports with the same code (NAME_CODES, injected into facade.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 
 # The paper: the canvas and its ground (size and density are forced by the page).
 PAPER = ("createCanvas", "background", "clear", "pixelDensity", "resizeCanvas")
@@ -52,6 +56,71 @@ WORLD = {"paper": PAPER, "state": STATE, "helpers": HELPERS, "colours": COLOURS,
          "live": LIVE, "own": OWN, "brushClasses": BRUSH_CLASSES, "tip": TIP_CALLS}
 # Every global name of the sketch's compartment (tests/test_render_world.py: the page's own list).
 WORLD_NAMES = frozenset(PAPER + STATE + LOOP + HELPERS + COLOURS + CONSTANTS + LIVE + OWN + tuple(JS_BUILTINS))
+
+@dataclass(frozen=True)
+class Needs:
+    """What one world call cannot run without. Every part was seen to throw in the sandbox when
+    missing (tests/test_render_call_shape.py renders each mistake); fewer arguments than a call
+    needs where p5.brush or p5 copes (a NaN it paints nothing with) are left out."""
+    params: tuple[str, ...] = ()  # the arguments it needs, in order: fewer, or one always undefined, throws
+    positive: tuple[int, ...] = ()  # positions whose number must be above 0 (a radius of 0 throws), judged
+    #                                 only with no optional argument after them (circle's r takes it)
+    named: tuple[tuple[int, str], ...] = ()  # (position, kind): a string there must be a name of NAMED[kind]
+    points: int | None = None  # the position of a list of points, each an array [x, y] (an {x, y} throws)
+    least_points: int = 0
+    typed_fields: tuple[tuple[int, str, str], ...] = ()  # (position, type, field): an object whose `type`
+    #                                                      is that one needs the field
+
+
+# p5.brush 2.2.2's own names (tests/test_render_call_shape.py: each one renders); a sketch may add
+# more (brush.add, brush.addField), and one added under a name the source does not settle turns the
+# check of that kind off.
+NAMED = {
+    "brush": ("pen", "rotring", "2B", "HB", "2H", "cpencil", "pastel", "crayon", "charcoal", "spray", "marker"),
+    "field": ("hand", "curved", "zigzag", "waves", "seabed", "spiral", "columns"),
+    "stroke type": ("curve", "segments"),
+}
+ADDS_NAMED = {"brush.add": "brush", "brush.addField": "field"}  # the call that adds a name of that kind
+
+# Keyed by how the sketch calls it: `brush.circle(...)`, `new brush.Polygon(...)`, `color(...)`.
+CALL_NEEDS = {
+    "brush.circle": Needs(("x", "y", "radius"), positive=(2,)),
+    "brush.vertex": Needs(("x", "y")),
+    "brush.rect": Needs(("x", "y", "w", "h")),
+    "brush.polygon": Needs(("points",), points=0),
+    "brush.Polygon": Needs(("points",), points=0),
+    "brush.spline": Needs(("points",), points=0, least_points=2),
+    "brush.stroke": Needs(("colour",)),
+    "brush.fillBleed": Needs(("strength",)),
+    "brush.set": Needs(("brush",), named=((0, "brush"),)),
+    "brush.pick": Needs(("brush",), named=((0, "brush"),)),
+    "brush.mass": Needs(("brush",), named=((0, "brush"),)),
+    "brush.field": Needs(("field",), named=((0, "field"),)),
+    "brush.addField": Needs(("name", "function")),
+    "brush.beginStroke": Needs(("type",), named=((0, "stroke type"),)),
+    "brush.add": Needs(typed_fields=((1, "custom", "tip"),)),
+    "background": Needs(("colour",)),
+    "color": Needs(("value",)),
+    "lerpColor": Needs(("from", "to")),
+    "shuffle": Needs(("array",)),
+}
+
+
+@dataclass(frozen=True)
+class Path:
+    """Calls p5.brush takes only in order: `begin`, then `step`s, then `end` (at least `least_steps`
+    steps first); `step` or `end` with nothing begun throws. `also_ends` ends one too (p5.brush's
+    rect draws through beginShape / endShape, dropping a shape left open)."""
+    begin: str
+    step: str
+    end: str
+    least_steps: int = 0
+    also_ends: tuple[str, ...] = ()
+
+
+PATHS = (Path("brush.beginShape", "brush.vertex", "brush.endShape", least_steps=2, also_ends=("brush.rect",)),
+         Path("brush.beginStroke", "brush.move", "brush.endStroke"))
+
 
 # Names outside the world, by what reaching for them means. The rest are unknown_name.
 _EXTERNAL = (
