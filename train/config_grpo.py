@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 from salon.pool.field_checks import Range, at_least, field_problems, positive, raise_problems
+from salon.train import config_trl_async
 from salon.train.update import update_per_group
 
 GENERATION_ENGINES = ("transformers", "compiled", "continuous_batching", "vllm_server", "vllm_colocate")
@@ -126,6 +127,7 @@ class GRPOSettings:
             p.append(f"grpo.gradient_checkpointing_layers={self.gradient_checkpointing_layers} shares out checkpointing, "
                      "which grpo.gradient_checkpointing=false turns off: set one of them")
         p += update_per_group.config_problems(self)
+        p += config_trl_async.config_problems(self)
         p += self._staleness_problems()
         raise_problems("grpo", p)
 

@@ -225,6 +225,10 @@ def salon_callback(cfg: TrainConfig, provenance: dict):
 def train(cfg: TrainConfig) -> dict:
     """Run GRPO as configured; returns a summary (steps, the last logged reward, seconds, checkpoints,
     rollouts folder, where an overwritten run went)."""
+    if cfg.grpo.trainer == "trl_async":  # TRL's AsyncGRPOTrainer, generating on a vLLM server
+        from salon.train.trl_async import train_async
+
+        return train_async(cfg, sys.modules[__name__])  # with this recipe's builders: it cannot import them back
     started = time.perf_counter()
     refuse_second_run(cfg)  # first: a folder that holds a run costs no time
     import yaml

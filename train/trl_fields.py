@@ -19,6 +19,8 @@ import functools
 import types
 import typing
 
+from salon.train import config_trl_async
+
 # GRPOConfig fields the recipe sets from elsewhere: giving them under grpo. would fight salon's choice
 SET_BY_SALON = {
     "output_dir": "set output_dir at the top level (or --output-dir)",
@@ -27,6 +29,7 @@ SET_BY_SALON = {
     "save_strategy": "salon saves every grpo.save_steps steps and keeps every checkpoint",
     "save_total_limit": "salon keeps every checkpoint (the good ones must survive a reward hack)",
     "model_init_kwargs": "set policy.dtype and policy.attn_implementation",
+    "dtype": "set policy.dtype",  # AsyncGRPOConfig's (grpo.trainer=trl_async)
     "chat_template_kwargs": "set policy.enable_thinking",
     "use_vllm": "choose the engine with grpo.generation (vllm_server or vllm_colocate)",
     "vllm_mode": "choose the engine with grpo.generation (vllm_server or vllm_colocate)",
@@ -37,11 +40,16 @@ SET_BY_SALON = {
 }
 
 
-@functools.lru_cache(maxsize=1)
-def grpo_config_fields() -> dict[str, dataclasses.Field]:
-    from trl import GRPOConfig
+@functools.lru_cache(maxsize=2)
+def grpo_config_fields(trainer: str = "grpo") -> dict[str, dataclasses.Field]:
+    """The fields of the config class of the trainer grpo.trainer names (trl_async: AsyncGRPOConfig)."""
+    if trainer == "trl_async":
+        from salon.train.config_trl_async import async_config_class
 
-    return {f.name: f for f in dataclasses.fields(GRPOConfig) if f.init}
+        config = async_config_class()
+    else:
+        from trl import GRPOConfig as config
+    return {f.name: f for f in dataclasses.fields(config) if f.init}
 
 
 def nearest(key: str, names) -> list[str]:
@@ -87,24 +95,28 @@ def split_grpo(data: dict, salon_names: set[str]) -> tuple[dict, list[str]]:
     others = {**extra, **{k: v for k, v in data.items() if k not in salon_names}}
     if not others:
         return salon, []
+    trainer = data.get("trainer", "grpo")
+    config = "AsyncGRPOConfig" if trainer == "trl_async" else "GRPOConfig"
+    # a field of TRL's config named like one of salon's, meaning another thing: TRL's when under grpo.extra
+    namesakes = {k for k in extra if trainer == "trl_async" and k in config_trl_async.NAMESAKES}
     try:
-        trl_fields = grpo_config_fields()
+        trl_fields = grpo_config_fields(trainer)
     except ImportError:
         return salon, [f"grpo.{k}: not one of salon's grpo fields, and TRL (which would know it) is not "
                        f"installed: pip install 'salon[train]'" for k in sorted(others)]
     problems, kept = [], {}
     for key, value in others.items():
-        if key in salon_names:
+        if key in salon_names and key not in namesakes:
             problems.append(f"grpo.extra.{key}: salon has its own grpo.{key}; set that instead")
         elif key in SET_BY_SALON:
             problems.append(f"grpo.{key}: salon sets this GRPOConfig field itself: {SET_BY_SALON[key]}")
         elif key not in trl_fields:
             close = nearest(key, salon_names - {"extra"} | set(trl_fields))
-            problems.append(f"grpo.{key}: neither a salon grpo field nor a field of TRL's GRPOConfig"
+            problems.append(f"grpo.{key}: neither a salon grpo field nor a field of TRL's {config}"
                             + (f"; did you mean {', '.join(close)}?" if close else
                                f"; salon's: {', '.join(sorted(salon_names - {'extra'}))}"))
         elif not accepts(trl_fields[key].type, value):
-            problems.append(f"grpo.{key}={value!r}: TRL's GRPOConfig.{key} takes "
+            problems.append(f"grpo.{key}={value!r}: TRL's {config}.{key} takes "
                             f"{_type_name(trl_fields[key].type)}")
         else:
             kept[key] = value
