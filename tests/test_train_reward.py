@@ -129,14 +129,31 @@ def test_prefetch_starts_rendering_at_generation_and_is_reused(tiny, render_pool
     prompts, completions = ["Paint a teacup."] * 2, [fenced("still_02_teacup.js"), "nothing"]
     before = render_pool.rendered
     a.prefetch(prompts, [[{"role": "assistant", "content": c}] for c in completions], step=0)
-    assert len(a._renders) == 1  # started at generation
-    (render, prepared), = a._renders.values()
+    assert len(a._steps[0].renders) == 1  # started at generation
+    (render, prepared), = a._steps[0].renders.values()
     # decoded and measured as soon as it is rendered, before any reward call asks for it
     image, composed = prepared.result(timeout=60)
     assert render.done() and image.size == (600, 600) and composed.coverage > 0
     rewards, _ = call(a, prompts, completions, rows=[0, 0])
     assert rewards[0] > 0
     assert render_pool.rendered - before == 1  # rendered once, at prefetch
+
+
+def test_the_next_steps_paintings_start_during_this_step_and_wait_for_their_call(tiny, render_pool, tmp_path):
+    """grpo.max_staleness=1: step 1's completions are generated, and prefetched, while step 0 is still being
+    rewarded; step 0's call keeps its own paintings, step 1's call finds its own rendered."""
+    a = adapter(tiny, render_pool, tmp_path)
+    prompts = ["Paint a teacup."] * 2
+    before = render_pool.rendered
+    a.prefetch(prompts, [[{"role": "assistant", "content": fenced("still_02_teacup.js")}]] * 2, step=0)
+    a.prefetch(prompts, [[{"role": "assistant", "content": fenced("koi_02_swirl.js")}]] * 2, step=1)  # ahead
+    assert sorted(a._steps) == [0, 1]
+    now, _ = call(a, prompts, [fenced("still_02_teacup.js")] * 2, rows=[0, 0], step=0)
+    assert sorted(a._steps) == [0, 1]  # step 0's call let nothing of step 1's go
+    later, _ = call(a, prompts, [fenced("koi_02_swirl.js")] * 2, rows=[0, 0], step=1)
+    assert sorted(a._steps) == [1]  # and step 1's call let step 0's go
+    assert all(r > 0 for r in now + later)
+    assert render_pool.rendered - before == 2  # one painting a step, each rendered once, at prefetch
 
 
 def truncated(step):

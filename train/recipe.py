@@ -330,8 +330,8 @@ def train(cfg: TrainConfig) -> dict:
             # TRL has no hook between generation and reward; wrapping its _generate lets rendering start
             # while TRL computes log-probabilities on the GPU
             trainer._generate = prefetching(trainer._generate, adapter, trainer)
-            # the compiled engine's early paintings, while the rest of the batch decodes; not when it decodes a
-            # step ahead (the reward adapter holds one step's paintings at a time)
+            # the compiled engine's early paintings, while the rest of the batch decodes; a step ahead, the
+            # whole batch's once generated (on_generated: the rows are then the next step's)
             early = cfg.grpo.generation == "compiled" and not cfg.grpo.max_staleness
             if early and cfg.grpo.generation_waves > 1:
                 engine.on_wave = prefetching_generated(adapter, trainer)
@@ -339,6 +339,8 @@ def train(cfg: TrainConfig) -> dict:
                 engine.on_step = prefetching_generated(adapter, trainer)  # the whole step renders at once
             if early:  # a completion that ends early renders while the others decode
                 engine.on_finished = prefetching_generated(adapter, trainer)
+            if cfg.grpo.max_staleness:  # the next step's paintings render as soon as they are generated
+                rollout.on_generated = prefetching_generated(adapter, trainer)
         if hasattr(render, "start"):
             render.start()  # local worker processes: their browsers start while nothing else runs
         with out_of_memory_explained(cfg, trainer, judge, device):

@@ -37,8 +37,10 @@ render worker processes (salon.train.render_workers.RenderPool) or any other ren
 from __future__ import annotations
 
 import functools
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable, Protocol, Sequence
 
@@ -60,6 +62,18 @@ def submit_each(backend) -> RenderStep:
     return lambda items: [backend.submit(code, seed) for code, seed in items]
 
 
+@dataclass
+class StepPaintings:
+    """One step's paintings: renders by (code, seed), each with its preparation, started at generation
+    (prefetch) or by a reward call and shared by every completion with that key (one sketch with one seed
+    is one painting); the samples `prefetch` planned, and those judged ahead of their own reward call, by
+    (prompt, completion, seed): a sample's scores depend on nothing else."""
+
+    renders: dict[tuple[str, int], tuple[RenderResult | Future, Future]] = field(default_factory=dict)
+    planned: dict[tuple[str, str, int], Sample] = field(default_factory=dict)
+    scored: dict[tuple[str, str, int], Scored] = field(default_factory=dict)
+
+
 class RewardAdapter:
     """A TRL reward function (see module doc). `__name__` is what TRL logs it as."""
 
@@ -69,15 +83,10 @@ class RewardAdapter:
         self.scorer, self.render, self.run, self.process = scorer, render, run, process
         self.recorder = recorder or Recorder(scorer.components, process=process)
         self.planner = planner or Planner(scorer.seed)
-        # this step's renders by (code, seed), each with its preparation: started at generation (prefetch)
-        # or by a reward call, and shared by every completion with that key (one sketch with one seed is
-        # one painting)
-        self._renders: dict[tuple[str, int], tuple[RenderResult | Future, Future]] = {}
-        self._renders_step: int | None = None
-        # this step's samples as `prefetch` planned them, and those judged ahead of their own reward call,
-        # by (prompt, completion, seed): a sample's scores depend on nothing else
-        self._planned: dict[tuple[str, str, int], Sample] = {}
-        self._scored: dict[tuple[str, str, int], Scored] = {}
+        # per step (this one, and the next while grpo.max_staleness=1 generates it during this one): its
+        # renders, planned samples and those judged ahead of their own reward call (StepPaintings)
+        self._steps: dict[int, StepPaintings] = {}
+        self._steps_lock = threading.Lock()
         # each painting is decoded and measured (scoring.prepare) the moment it is rendered, not when a reward
         # call asks for it (decoding and measuring are 15-30 ms a 600x600 PNG on a CPU: a group's 8 would
         # hold the card for a call of one group, grpo.update_per_group's)
@@ -95,6 +104,7 @@ class RewardAdapter:
         self.calls += 1
         samples = self.planner.plan(prompts, [completion_text(c) for c in completions], step,
                                     columns.get("row"), columns.get("subject"))
+        mine_now = self._paintings(step, current=True)
         started, prepared = self._start(samples, step)
         rollouts: list[Rollout | None] = [None] * len(samples)
         # judge_s: scoring (the pairwise judge, the image judges, decoding, the records), judge_ahead_s the
@@ -105,7 +115,7 @@ class RewardAdapter:
                   "judge_calls": 0}
         todo = []
         for s in samples:
-            found = self._scored.get(_score_key(s))  # this step's: _start has moved them on to it
+            found = mine_now.scored.get(_score_key(s))
             if found is None:
                 todo.append(s)
             else:
@@ -113,18 +123,18 @@ class RewardAdapter:
         mine = {_score_key(s) for s in samples}
         settings = self.scorer.settings
         for own, ahead, waited in _batches_as_ready([(s, prepared[s.index]) for s in todo],
-                                                    functools.partial(self._later, mine),
+                                                    functools.partial(self._later, mine_now, mine),
                                                     not settings.judge_as_rendered, settings.judge_min_batch):
             timing["render_wait_s"] += waited
             tj = time.perf_counter()
-            renders = [self._renders[s.code, s.seed] for s in ahead]
+            renders = [mine_now.renders[s.code, s.seed] for s in ahead]
             results = [_result(started[s.index]) for s in own] + [_result(r) for r, _ in renders]
             ready = [prepared[s.index].result() for s in own] + [p.result() for _, p in renders]
             scored = self.scorer.score(own + ahead, results, step, ready)
             for s, result, one in zip(own, results, scored):
                 rollouts[s.index] = self._rollout(s, result, one, step)
             for s, one in zip(ahead, scored[len(own):]):
-                self._scored[_score_key(s)] = one
+                mine_now.scored[_score_key(s)] = one
             spent = time.perf_counter() - tj
             timing["judge_s"] += spent
             timing["judge_ahead_s"] += spent * len(ahead) / (len(own) + len(ahead))
@@ -155,7 +165,8 @@ class RewardAdapter:
         samples = self.planner.plan(prompts, [completion_text(c) for c in completions], step, rows)
         passing = [s for s in samples if not gate.static_violations(s.code)]
         self._render_all(passing, step)
-        self._planned.update((_score_key(s), s) for s in passing)  # a wave's again after the whole batch: once
+        # a wave's again after the whole batch: once
+        self._paintings(step).planned.update((_score_key(s), s) for s in passing)
 
     # ---- the steps -----------------------------------------------------------------------------
     def _start(self, samples: list[Sample], step: int) -> tuple[list[RenderResult | Future], list[Future]]:
@@ -176,22 +187,30 @@ class RewardAdapter:
             started[i], prepared[i] = renders[samples[i].code, samples[i].seed]
         return started, prepared
 
+    def _paintings(self, step: int, current: bool = False) -> StepPaintings:
+        """The step's paintings; a reward call (`current`) lets the earlier steps' go: what they did not use
+        was their own sketches. A later step's may exist already (generated a step ahead, prefetched)."""
+        with self._steps_lock:
+            if current:
+                for earlier in [k for k in self._steps if k < step]:
+                    del self._steps[earlier]
+            return self._steps.setdefault(step, StepPaintings())
+
     def _render_all(self, samples: list[Sample],
                     step: int) -> dict[tuple[str, int], tuple[RenderResult | Future, Future]]:
-        """This step's renders and their preparations, with those of `samples` not yet started
-        submitted in one batch."""
-        if step != self._renders_step:  # what an earlier step did not use was another step's sketches
-            self._renders, self._renders_step, self._planned, self._scored = {}, step, {}, {}
-        todo = [key for key in dict.fromkeys((s.code, s.seed) for s in samples) if key not in self._renders]
+        """The step's renders and their preparations, with those of `samples` not yet started submitted in
+        one batch."""
+        renders = self._paintings(step).renders
+        todo = [key for key in dict.fromkeys((s.code, s.seed) for s in samples) if key not in renders]
         for key, render in zip(todo, self.render(todo)):
-            self._renders[key] = render, prepared_when_rendered(render, self._preparing)
-        return self._renders
+            renders[key] = render, prepared_when_rendered(render, self._preparing)
+        return renders
 
-    def _later(self, mine: set) -> list[tuple[Sample, Future]]:
+    def _later(self, paintings: StepPaintings, mine: set) -> list[tuple[Sample, Future]]:
         """The step's samples that `prefetch` planned for later calls, not judged yet, with their
         preparations (`mine`: this call's score keys)."""
-        return [(s, self._renders[s.code, s.seed][1]) for key, s in self._planned.items()
-                if key not in mine and key not in self._scored]
+        return [(s, paintings.renders[s.code, s.seed][1]) for key, s in list(paintings.planned.items())
+                if key not in mine and key not in paintings.scored]
 
     def _rollout(self, s: Sample, res: RenderResult, scored: Scored, step: int) -> Rollout:
         draw, judge = scored.draw, self.scorer.judge
@@ -278,13 +297,14 @@ def prefetching_generated(adapter: RewardAdapter, trainer):
     """The compiled engine's `on_wave` (grpo.generation_waves: a wave's paintings start rendering while
     the next wave generates), `on_step` (grpo.update_per_group: the whole step's, while TRL scores
     and updates a micro-batch at a time) and `on_finished` (the completions that ended while others
-    decode, with their rows in the batch: each planned in its row's group, num_generations a row).
+    decode, with their rows in the batch: each planned in its row's group, num_generations a row); the
+    overlapped rollout's `on_generated` (the next step's, generated during this one: `step` says which).
     Decoded as TRL decodes completions; a text that came out otherwise would only be rendered again at
     reward time."""
-    def generated(prompts, completion_ids, batch_rows=None):
+    def generated(prompts, completion_ids, batch_rows=None, step=None):
         texts = trainer.processing_class.batch_decode(completion_ids, skip_special_tokens=True)
         n = trainer.num_generations
-        adapter.prefetch(prompts, texts, trainer.state.global_step, n,
+        adapter.prefetch(prompts, texts, trainer.state.global_step if step is None else step, n,
                          rows=None if batch_rows is None else [r // n for r in batch_rows])
 
     return generated

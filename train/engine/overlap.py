@@ -61,6 +61,9 @@ class OverlappedRollout:
         # what the last call handed TRL: its staleness (stale_correction reads it)
         self.handed_staleness = 0
         self.steps = {"overlapped": 0, "synchronous": 0}
+        # called in the engine's thread with (prompts, completion ids, step=the step they are for) as soon as a
+        # step's completions are generated ahead (the recipe's reward.prefetching_generated)
+        self.on_generated = None
 
     # ---- wiring ------------------------------------------------------------------------------------
     def attach(self, trainer) -> None:
@@ -114,7 +117,8 @@ class OverlappedRollout:
             nxt, self.next_prompts = self.next_prompts, None
             # here, in the trainer's thread, before TRL's update can write the weights the copy is made from
             self.sampler.refresh(trainer)
-            self.ahead = ([prompt_key(p) for p in nxt], self._in_thread(self.sampler.generate, nxt, trainer))
+            step = trainer.state.global_step + 1  # the step these completions are for
+            self.ahead = ([prompt_key(p) for p in nxt], self._in_thread(self._generate_ahead, nxt, trainer, step))
         metrics = out.pop("metrics")
         generated = metrics.get("seconds", wait)
         for name, value in (("staleness", staleness), ("generation_s", generated), ("wait_s", wait),
@@ -126,6 +130,12 @@ class OverlappedRollout:
         return out
 
     # ---- the engine's thread -----------------------------------------------------------------------
+    def _generate_ahead(self, prompts: list, trainer, step: int) -> dict:
+        out = self.sampler.generate(prompts, trainer)
+        if self.on_generated is not None:  # their paintings start now, while this step still learns
+            self.on_generated(prompts, out["completion_ids"], step=step)
+        return out
+
     def _in_thread(self, fn, *args) -> Future:
         """Run in the engine's thread after what the trainer's thread queued on the card so far (the refresh's
         copies into the sampler's weights)."""
@@ -139,7 +149,9 @@ class OverlappedRollout:
         if ready is None:
             return fn(*args)
         if self.stream is None:
-            self.stream = torch.cuda.Stream()
+            # the highest priority the card offers: a decode step's small kernels go first when the judge's
+            # or the update's large ones free a multiprocessor, so the step's longest part is slowed least
+            self.stream = torch.cuda.Stream(priority=-100)  # out of range: torch maps it to the highest
         self.stream.wait_event(ready)
         with torch.cuda.stream(self.stream):
             out = fn(*args)
