@@ -53,7 +53,10 @@ class StartConfig:
     learning_rate: float = 5e-3
     check: int = 64  # replies sampled after the start and gated
     render: int = 16  # of which this many are rendered in the sandbox (0: none)
-    max_steps: int = 300  # a cap on the optimiser steps (-1: `epochs` decide); at 150 calls still had the wrong arity
+    # a cap on the optimiser steps (-1: `epochs` decide). At 150 calls still had the wrong arity; at 300
+    # some seeds still wrote radii of 0 or less and vertices outside a shape (seed 7: 26 of 64 replies
+    # threw in the sandbox); at 600 every one of five seeds rendered (benchmarks/start_policy_seeds.py)
+    max_steps: int = 600
 
     def __post_init__(self):
         from salon.pool.errors import ConfigError
@@ -145,7 +148,7 @@ def start(out: str | Path, cfg: StartConfig, progress: bool = True) -> dict:
     model = build_policy(tok, cfg)
     params = sum(p.numel() for p in model.parameters())
     log.info("policy: %d parameters, %d tokens; %d sketches (%d rejected by the gate); SFT for %s steps "
-             "(about 2.5 min on two idle cores at the defaults)", params, len(tok), len(sketches), len(rejected),
+             "(about 5 min on two idle cores at the defaults)", params, len(tok), len(sketches), len(rejected),
              cfg.max_steps if cfg.max_steps > 0 else f"{cfg.epochs:g} epoch(s) of")
     cuda = torch.cuda.is_available()
     args = SFTConfig(output_dir=str(out / "sft"), num_train_epochs=cfg.epochs, max_steps=cfg.max_steps,
@@ -225,7 +228,8 @@ def check_policy(folder: str | Path, n: int, render: int, seed: int = 0, progres
         ok = sum(r.ok for r in results)
         report.update(rendered=len(results), rendered_gate_pass=ok / len(results) if results else None,
                       gate_pass=(ok / len(results)) * report["static_gate_pass"] if results else 0.0,
-                      render_violations=dict(Counter(v for r in results for v in r.violations).most_common()))
+                      render_violations=dict(Counter(v for r in results for v in r.violations).most_common()),
+                      render_errors=dict(Counter(e[:120] for r in results for e in r.js_errors[:1]).most_common()))
     return report
 
 
