@@ -1,19 +1,26 @@
-"""Does the loop learn? learn_tiny.yaml over several seeds, and learn_tiny_hack.yaml with its eval and audit.
+"""Does the loop learn? learn_tiny.yaml over (start seed, training seed) pairs, learn_tiny_hack.yaml with its eval
+and audit, and the overlapped step's learning beside the synchronous loop's.
 
-    python benchmarks/learn_tiny.py                       # 3 seeds + the hack run; writes benchmarks/results/
-    python benchmarks/learn_tiny.py --seeds 0 --no-hack   # one seed
-    python benchmarks/learn_tiny.py --report-only         # recompute the results from runs/ already there
+    python benchmarks/learn_tiny.py --pairs 2:3 4:5 6:7 8:9 10:11   # 5 pairs + the hack run; writes benchmarks/results/
+    python benchmarks/learn_tiny.py --pairs 0:1 --no-hack            # one pair
+    python benchmarks/learn_tiny.py --pairs 2:3 4:5 6:7 --no-hack --staleness 0 1   # learn_tiny_overlap_cpu.json
+    python benchmarks/learn_tiny.py --report-only ...                # recompute the results from runs/ already there
     python benchmarks/learn_tiny.py --suffix h200 --parallel 3 --set grpo.use_cpu=false   # a GPU node
 
-Needs the start policy (runs/tiny-start: `python -m salon.train.start.policy runs/tiny-start`) and the
-love-tier export (runs/examples-release), as docs/learn-tiny.md makes them. Every run is the
-command a user types (`salon train`, `salon eval`, `salon audit`, in subprocesses, timed by wall
-clock). From each run's rollout archive: per step the group's mean reward, its best, and the gate
-pass; the first fifth of the steps against the last fifth. Writes
+A pair S:T trains learn_tiny.yaml with `seed=T` from the start policy made at seed S (runs/tiny-start-sS, made by
+`python -m salon.train.start.policy runs/tiny-start-sS --seed S` when missing), against the love-tier export
+(runs/examples-release, as docs/learn-tiny.md makes it). Every run is the command a user types (`salon train`,
+`salon eval`, `salon audit`, in subprocesses, timed by wall clock). From each run's rollout archive, per step: the
+group's mean reward, its best, the gate pass, and the judge term over the paintings that passed (`reward_judge`);
+the first fifth of the steps against the last fifth. Writes
 
     learn_tiny_<suffix>.json       {device, seeds, steps, minutes, reward_mean_first, reward_mean_last,
-                                    reward_best_first, reward_best_last, gate_pass_first, gate_pass_last}
-                                   (means over the seeds; each seed's figures are printed)
+                                    reward_best_first, reward_best_last, gate_pass_first, gate_pass_last,
+                                    judge_mean_first, judge_mean_last}   (seeds: the [start, training] pairs;
+                                   the figures are means over the pairs; each pair's in learn_tiny_<suffix>_seeds.json)
+    learn_tiny_overlap_<suffix>.json   with --staleness 0 1: {device, seeds, steps, staleness: {N: the keys above,
+                                   and each pair's rise of the group mean and best (last fifth - first)}, rise_within:
+                                   whether every pair's rises at staleness 1 lie within the synchronous pairs' range}
     learn_tiny_hack_<suffix>.json  {device, steps, proxy_first, proxy_last, oracle_first, oracle_last,
                                     alarms, best_by_proxy, best_by_oracle}   (from salon eval and audit)
     learn_tiny_<suffix>_curves.png, learn_tiny_<suffix>_grid.png, learn_tiny_hack_<suffix>_curves.png,
@@ -62,15 +69,18 @@ def run(cmd: list[str], log: Path) -> float:
 
 
 def per_step(run_dir: Path) -> list[dict]:
-    """Per step: the group's mean and best reward (None counted out) and the share that passed the gate."""
+    """Per step: the group's mean and best reward (None counted out), the share that passed the gate, and the
+    judge term's mean over the paintings that passed (NaN where none did)."""
     from salon.train.record.archive import load_rollouts
 
     df = load_rollouts(run_dir, images=False)
     out = []
     for step, g in df.groupby("step"):
         rewards = g["reward"].dropna()
+        judged = g[g["gate_passed"].astype(bool)]["reward_judge"].dropna()
         out.append({"step": int(step), "mean": float(rewards.mean()), "best": float(rewards.max()),
-                    "gate_pass": float(g["gate_passed"].mean())})
+                    "gate_pass": float(g["gate_passed"].mean()),
+                    "judge": float(judged.mean()) if len(judged) else float("nan")})
     return out
 
 
@@ -79,11 +89,17 @@ def fifths(steps: list[dict]) -> dict:
     first, last = steps[:n], steps[-n:]
 
     def m(rows, key):
-        return sum(r[key] for r in rows) / len(rows)
+        values = [r[key] for r in rows if r[key] == r[key]]  # NaN: a step where nothing passed
+        return sum(values) / len(values) if values else float("nan")
 
     return {"reward_mean_first": m(first, "mean"), "reward_mean_last": m(last, "mean"),
             "reward_best_first": m(first, "best"), "reward_best_last": m(last, "best"),
-            "gate_pass_first": m(first, "gate_pass"), "gate_pass_last": m(last, "gate_pass")}
+            "gate_pass_first": m(first, "gate_pass"), "gate_pass_last": m(last, "gate_pass"),
+            "judge_mean_first": m(first, "judge"), "judge_mean_last": m(last, "judge")}
+
+
+KEYS = ("reward_mean_first", "reward_mean_last", "reward_best_first", "reward_best_last", "gate_pass_first",
+        "gate_pass_last", "judge_mean_first", "judge_mean_last")
 
 
 def grid_by_step(run_dir: Path, path: Path, rows: int = 5, thumb: int = 112) -> None:
@@ -105,7 +121,7 @@ def grid_by_step(run_dir: Path, path: Path, rows: int = 5, thumb: int = 112) -> 
     image_grid(lines, path, thumb)
 
 
-def curves(seed_steps: dict[int, list[dict]], path: Path, title: str, keys=("mean", "best")) -> None:
+def curves(seed_steps: dict[str, list[dict]], path: Path, title: str, keys=("mean", "best")) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -115,8 +131,9 @@ def curves(seed_steps: dict[int, list[dict]], path: Path, title: str, keys=("mea
     for seed, steps in seed_steps.items():
         x = [s["step"] for s in steps]
         for ax, key in zip(axes, (*keys, "gate_pass")):
-            ax.plot(x, [s[key] for s in steps], label=f"seed {seed}", alpha=0.8)
-            ax.set_title(f"{title}: group {key}" if key != "gate_pass" else "gate pass")
+            ax.plot(x, [s[key] for s in steps], label=str(seed), alpha=0.8)
+            ax.set_title({"gate_pass": "gate pass", "judge": f"{title}: judge term over passed"}.get(
+                key, f"{title}: group {key}"))
             ax.set_xlabel("step")
     axes[0].legend()
     fig.tight_layout()
@@ -124,38 +141,87 @@ def curves(seed_steps: dict[int, list[dict]], path: Path, title: str, keys=("mea
     plt.close(fig)
 
 
-def learn(seeds: list[int], out: Path, suffix: str, report_only: bool, overrides: list[str],
-          parallel: int) -> dict:
+def start_policy(start: int) -> Path:
+    """The start policy made at seed `start` (made now when missing)."""
+    folder = ROOT / "runs" / f"tiny-start-s{start}"
+    if not (folder / "config.json").is_file():
+        minutes = run([sys.executable, "-m", "salon.train.start.policy", str(folder), "--seed", str(start)],
+                      folder.parent / f"tiny-start-s{start}.log")
+        print(f"start s{start}: {minutes:.1f} min", flush=True)
+    return folder
+
+
+def run_name(pair: tuple[int, int], staleness: int | None) -> str:
+    return f"learn-tiny-p{pair[0]}-{pair[1]}" + ("" if staleness is None else f"-stale{staleness}")
+
+
+def train_pairs(pairs: list[tuple[int, int]], staleness: int | None, report_only: bool, overrides: list[str],
+                parallel: int) -> tuple[dict, dict]:
+    """Each pair's per-step figures and its fifths (with minutes and steps), by "sS-tT"."""
     from concurrent.futures import ThreadPoolExecutor
 
-    def train(seed: int) -> float:
-        run_dir = ROOT / "runs" / f"learn-tiny-s{seed}"
-        run_dir.mkdir(parents=True, exist_ok=True)
-        sets = [a for kv in (f"seed={seed}", *overrides) for a in ("--set", kv)]
-        minutes = run([SALON, "train", "train/configs/learn_tiny.yaml", "--output-dir", str(run_dir), *sets],
-                      run_dir.parent / f"learn-tiny-s{seed}.log")
+    def train(pair: tuple[int, int]) -> None:
+        run_dir = ROOT / "runs" / run_name(pair, staleness)
+        sets = [f"seed={pair[1]}", f"policy.model={start_policy(pair[0])}", *overrides,
+                *([] if staleness is None else [f"grpo.max_staleness={staleness}"])]
+        minutes = run([SALON, "train", "train/configs/learn_tiny.yaml", "--output-dir", str(run_dir), "--overwrite",
+                       *(a for kv in sets for a in ("--set", kv))], run_dir.parent / f"{run_dir.name}.log")
         (run_dir / "minutes.txt").write_text(f"{minutes:.2f}\n")
-        return minutes
 
-    if not report_only:  # seeds side by side share the machine: each one's minutes are its own wall clock
+    if not report_only:  # pairs side by side share the machine: each one's minutes are its own wall clock
+        for pair in pairs:
+            start_policy(pair[0])  # one at a time: each takes the cores
         with ThreadPoolExecutor(max(1, parallel)) as pool:
-            list(pool.map(train, seeds))
-    seed_steps, minutes, per_seed = {}, {}, {}
-    for seed in seeds:
-        run_dir = ROOT / "runs" / f"learn-tiny-s{seed}"
-        minutes[seed] = float((run_dir / "minutes.txt").read_text())
-        seed_steps[seed] = per_step(run_dir)
-        per_seed[seed] = {**fifths(seed_steps[seed]), "minutes": minutes[seed], "steps": len(seed_steps[seed])}
-        print(f"seed {seed}: " + json.dumps({k: round(v, 4) for k, v in per_seed[seed].items()}), flush=True)
-    keys = ("reward_mean_first", "reward_mean_last", "reward_best_first", "reward_best_last", "gate_pass_first",
-            "gate_pass_last")
-    result = {"device": device_label(overrides), "seeds": seeds, "steps": per_seed[seeds[0]]["steps"],
-              "minutes": sum(minutes.values()) / len(seeds),
-              **{k: sum(p[k] for p in per_seed.values()) / len(seeds) for k in keys}}
+            list(pool.map(train, pairs))
+    steps, figures = {}, {}
+    for pair in pairs:
+        run_dir = ROOT / "runs" / run_name(pair, staleness)
+        key = f"s{pair[0]}-t{pair[1]}"
+        steps[key] = per_step(run_dir)
+        figures[key] = {**fifths(steps[key]), "minutes": float((run_dir / "minutes.txt").read_text()),
+                        "steps": len(steps[key])}
+        print(f"{key}{'' if staleness is None else f' staleness {staleness}'}: "
+              + json.dumps({k: round(v, 4) for k, v in figures[key].items()}), flush=True)
+    return steps, figures
+
+
+def means(figures: dict) -> dict:
+    return {k: sum(f[k] for f in figures.values()) / len(figures) for k in (*KEYS, "minutes")}
+
+
+def learn(pairs: list[tuple[int, int]], out: Path, suffix: str, report_only: bool, overrides: list[str],
+          parallel: int) -> dict:
+    steps, figures = train_pairs(pairs, None, report_only, overrides, parallel)
+    first = next(iter(steps))
+    result = {"device": device_label(overrides), "seeds": [list(p) for p in pairs], "steps": figures[first]["steps"],
+              **means(figures)}
     (out / f"learn_tiny_{suffix}.json").write_text(json.dumps(result, indent=2) + "\n")
-    (out / f"learn_tiny_{suffix}_seeds.json").write_text(json.dumps(per_seed, indent=2) + "\n")
-    curves(seed_steps, out / f"learn_tiny_{suffix}_curves.png", "learn_tiny")
-    grid_by_step(ROOT / "runs" / f"learn-tiny-s{seeds[0]}", out / f"learn_tiny_{suffix}_grid.png")
+    (out / f"learn_tiny_{suffix}_seeds.json").write_text(json.dumps(figures, indent=2) + "\n")
+    curves(steps, out / f"learn_tiny_{suffix}_curves.png", "learn_tiny", keys=("mean", "best", "judge"))
+    grid_by_step(ROOT / "runs" / run_name(pairs[0], None), out / f"learn_tiny_{suffix}_grid.png")
+    return result
+
+
+def overlap(pairs: list[tuple[int, int]], levels: list[int], out: Path, suffix: str, report_only: bool,
+            overrides: list[str], parallel: int) -> dict:
+    """learn_tiny at each grpo.max_staleness in `levels`, every pair; the rises (last fifth - first) of the group
+    mean and best at each level, and whether the overlapped ones lie within the synchronous pairs' range."""
+    by_level = {}
+    for level in levels:
+        _, figures = train_pairs(pairs, level, report_only, overrides, parallel)
+        rises = {k: {"mean": f["reward_mean_last"] - f["reward_mean_first"],
+                     "best": f["reward_best_last"] - f["reward_best_first"]} for k, f in figures.items()}
+        by_level[str(level)] = {**means(figures), "pairs": figures, "rises": rises}
+    result = {"device": device_label(overrides), "seeds": [list(p) for p in pairs],
+              "steps": next(iter(by_level.values()))["pairs"][f"s{pairs[0][0]}-t{pairs[0][1]}"]["steps"],
+              "staleness": by_level}
+    if {"0", "1"} <= by_level.keys():
+        sync = by_level["0"]["rises"].values()
+        span = {m: (min(r[m] for r in sync), max(r[m] for r in sync)) for m in ("mean", "best")}
+        result["rise_within"] = {m: all(span[m][0] <= r[m] <= span[m][1] for r in by_level["1"]["rises"].values())
+                                 for m in ("mean", "best")}
+        result["synchronous_rise_range"] = span
+    (out / f"learn_tiny_overlap_{suffix}.json").write_text(json.dumps(result, indent=2) + "\n")
     return result
 
 
@@ -214,7 +280,10 @@ def hack_curves(rows: list[dict], steps: list[dict], path: Path) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--pairs", nargs="+", default=["2:3", "4:5", "6:7", "8:9", "10:11"], metavar="START:TRAIN",
+                   help="start-policy seed : training seed, one run each")
+    p.add_argument("--staleness", type=int, nargs="+", metavar="N",
+                   help="compare grpo.max_staleness levels (e.g. 0 1): learn_tiny_overlap_SUFFIX.json, not learn_tiny_")
     p.add_argument("--no-learn", action="store_true", help="only the hack run")
     p.add_argument("--no-hack", action="store_true", help="only the learning runs")
     p.add_argument("--report-only", action="store_true", help="read runs/ already made; run nothing")
@@ -226,8 +295,16 @@ def main() -> int:
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    if not args.no_learn:
-        print(json.dumps(learn(args.seeds, out, args.suffix, args.report_only, args.overrides, args.parallel), indent=2))
+    try:
+        pairs = [tuple(int(x) for x in p.split(":")) for p in args.pairs]
+        assert all(len(p) == 2 for p in pairs)
+    except (ValueError, AssertionError):
+        raise SystemExit(f"--pairs {' '.join(args.pairs)}: each is START:TRAIN, two integers (e.g. 2:3)")
+    if args.staleness:
+        print(json.dumps(overlap(pairs, args.staleness, out, args.suffix, args.report_only, args.overrides,
+                                 args.parallel), indent=2))
+    elif not args.no_learn:
+        print(json.dumps(learn(pairs, out, args.suffix, args.report_only, args.overrides, args.parallel), indent=2))
     if not args.no_hack:
         print(json.dumps(hack(out, args.suffix, args.report_only, args.overrides), indent=2))
     return 0
