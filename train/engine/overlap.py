@@ -33,6 +33,7 @@ its own (salon.train.engine.sampler_process) behind the same two calls, refresh 
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import logging
 import time
@@ -95,6 +96,8 @@ class OverlappedRollout:
         if self.ahead is not None:
             self.ahead[1].cancel()
         self.thread.shutdown(wait=True)
+        if hasattr(self.sampler, "close"):  # a sampler in a process of its own: the process ends
+            self.sampler.close()
 
     # ---- TRL's rollout_func ------------------------------------------------------------------------
     def __call__(self, prompts: list, trainer) -> dict:
@@ -143,7 +146,9 @@ class OverlappedRollout:
         if self.cuda:
             ready = torch.cuda.Event()
             ready.record()  # on the trainer thread's current stream
-        return self.thread.submit(self._run, fn, ready, *args)
+        # the trainer thread's context variables go along: trackio keeps its run in one, and TRL's profiling
+        # (its log-prob pass, which a sampler may call) logs to it
+        return self.thread.submit(contextvars.copy_context().run, self._run, fn, ready, *args)
 
     def _run(self, fn, ready, *args):
         if ready is None:
