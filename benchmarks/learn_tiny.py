@@ -5,6 +5,7 @@ and audit, and the overlapped step's learning beside the synchronous loop's.
     python benchmarks/learn_tiny.py --pairs 0:1 --no-hack            # one pair
     python benchmarks/learn_tiny.py --pairs 2:3 4:5 6:7 --no-hack --staleness 0 1   # learn_tiny_overlap_cpu.json
     python benchmarks/learn_tiny.py --report-only ...                # recompute the results from runs/ already there
+                                                                     # (a run that finished is never trained again)
     python benchmarks/learn_tiny.py --suffix h200 --parallel 3 --set grpo.use_cpu=false   # a GPU node
 
 A pair S:T trains learn_tiny.yaml with `seed=T` from the start policy made at seed S (runs/tiny-start-sS, made by
@@ -152,7 +153,9 @@ def start_policy(start: int) -> Path:
 
 
 def run_name(pair: tuple[int, int], staleness: int | None) -> str:
-    return f"learn-tiny-p{pair[0]}-{pair[1]}" + ("" if staleness is None else f"-stale{staleness}")
+    """learn-tiny-pS-T; -stale1 for the overlapped step (learn_tiny.yaml's auto staleness is 0: its policy has
+    no LoRA, so it generates with TRL's transformers generate, overlapped only when asked)."""
+    return f"learn-tiny-p{pair[0]}-{pair[1]}" + ("-stale1" if staleness == 1 else "")
 
 
 def train_pairs(pairs: list[tuple[int, int]], staleness: int | None, report_only: bool, overrides: list[str],
@@ -168,11 +171,12 @@ def train_pairs(pairs: list[tuple[int, int]], staleness: int | None, report_only
                        *(a for kv in sets for a in ("--set", kv))], run_dir.parent / f"{run_dir.name}.log")
         (run_dir / "minutes.txt").write_text(f"{minutes:.2f}\n")
 
-    if not report_only:  # pairs side by side share the machine: each one's minutes are its own wall clock
-        for pair in pairs:
-            start_policy(pair[0])  # one at a time: each takes the cores
-        with ThreadPoolExecutor(max(1, parallel)) as pool:
-            list(pool.map(train, pairs))
+    # a run that finished (its minutes written) is read, not trained again: a long benchmark can be resumed
+    todo = [] if report_only else [p for p in pairs if not (ROOT / "runs" / run_name(p, staleness) / "minutes.txt").is_file()]
+    for pair in todo:
+        start_policy(pair[0])  # one at a time: each takes the cores
+    with ThreadPoolExecutor(max(1, parallel)) as pool:  # side by side, each one's minutes are its own wall clock
+        list(pool.map(train, todo))
     steps, figures = {}, {}
     for pair in pairs:
         run_dir = ROOT / "runs" / run_name(pair, staleness)
