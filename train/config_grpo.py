@@ -11,6 +11,7 @@ Loaded as part of salon.train.config.load_config; the checks run on construction
 from __future__ import annotations
 
 import importlib.util
+import re
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
@@ -129,7 +130,24 @@ class GRPOSettings:
         p += update_per_group.config_problems(self)
         p += config_trl_async.config_problems(self)
         p += self._staleness_problems()
+        p += self._generation_device_problems()
         raise_problems("grpo", p)
+
+    def _generation_device_problems(self) -> list[str]:
+        """grpo.generation_device: a device torch names, and an engine salon's sampler process runs."""
+        device = self.generation_device
+        if device is None:
+            return []
+        if not re.fullmatch(r"cpu|cuda(:\d+)?", device):
+            return [f"grpo.generation_device={device!r}: a device such as cpu, cuda or cuda:1 (or null)"]
+        p = []
+        if self.update_per_group:
+            p.append("grpo.generation_device generates in a process of its own, grpo.update_per_group in the "
+                     "compiled engine of the training process: choose one")
+        if self.generation.startswith("vllm") or self.generation == "continuous_batching":
+            p.append(f"grpo.generation_device runs salon's sampler in a process of its own, not {self.generation} "
+                     "(TRL's own engine, which places itself): leave generation_device null")
+        return p
 
     def _staleness_problems(self) -> list[str]:
         """What grpo.max_staleness=1 cannot go with: it overlaps one generation with one optimiser step."""

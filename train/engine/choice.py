@@ -22,7 +22,9 @@ def resolve_generation(cfg: TrainConfig) -> None:
 
     cuda = torch.cuda.is_available() and not cfg.grpo.use_cpu
     if cfg.grpo.generation == "auto":
-        cfg.grpo.generation = "compiled" if cuda and cfg.lora.enabled else "transformers"
+        # on a card of its own (grpo.generation_device) only TRL's generate runs, in the sampler's process
+        compiled = cuda and cfg.lora.enabled and cfg.grpo.generation_device is None
+        cfg.grpo.generation = "compiled" if compiled else "transformers"
     if cfg.grpo.max_staleness == "auto":
         # 1 where it was measured faster: the compiled engine's decode beside the judge and the update on one
         # card. On a CPU the cores are the paintings', and generating beside them slows both.
@@ -32,8 +34,20 @@ def resolve_generation(cfg: TrainConfig) -> None:
 
 def generation_engine(cfg: TrainConfig):
     """The sampler for grpo.generation: the compiled engine (salon.train.engine.generation), TRL's transformers
-    generate (salon.train.engine.transformers_sampler, a copy of the policy when it runs a step ahead), or None
-    for TRL's own engines (vLLM, continuous batching), which generate inside TRL."""
+    generate (salon.train.engine.transformers_sampler, a copy of the policy when it runs a step ahead; in a process
+    of its own on grpo.generation_device, salon.train.engine.sampler_process), or None for TRL's own engines
+    (vLLM, continuous batching), which generate inside TRL."""
+    device = cfg.grpo.generation_device
+    if device is not None and cfg.grpo.generation == "compiled":
+        from salon.pool.errors import ConfigError
+
+        raise ConfigError([f"grpo.generation_device={device!r} runs TRL's generate in a process of its own; the "
+                           "compiled engine on a card of its own is not built yet (its GPU run is a separate "
+                           "issue): set grpo.generation=transformers, or leave generation_device null"], "salon train")
+    if device is not None and cfg.grpo.generation == "transformers":
+        from salon.train.engine.sampler_process import ProcessSampler
+
+        return ProcessSampler(device)
     if cfg.grpo.generation == "compiled":
         from salon.train.engine.generation import CompiledGeneration
 
