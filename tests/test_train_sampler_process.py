@@ -162,5 +162,9 @@ def test_the_config_refuses_what_a_generation_process_cannot_run():
     resolve_generation(cfg)
     sampler = generation_engine(cfg)
     assert cfg.grpo.generation == "transformers" and type(sampler) is ProcessSampler and sampler.pid is None
+    assert cfg.grpo.max_staleness == 0  # auto: on the CPU's own cores a step ahead is not faster
+    card = config_from_dict({"grpo": {"generation_device": "cuda:1", "report_to": []}})
+    resolve_generation(card)
+    assert card.grpo.generation == "transformers" and card.grpo.max_staleness == 1  # a card of its own: overlapped
     GRPOSettings(generation_device="cuda", max_staleness=1, generation="transformers")  # and these are fine
     GRPOSettings(generation_device="cuda:3")

@@ -27,8 +27,11 @@ def resolve_generation(cfg: TrainConfig) -> None:
         cfg.grpo.generation = "compiled" if compiled else "transformers"
     if cfg.grpo.max_staleness == "auto":
         # 1 where it was measured faster: the compiled engine's decode beside the judge and the update on one
-        # card. On a CPU the cores are the paintings', and generating beside them slows both.
-        overlaps = cfg.grpo.generation == "compiled" and cuda and not cfg.grpo.update_per_group
+        # card; and generation on a card of its own (not measured yet: the trainer's card then waits for the
+        # decode only where it outlasts the step). On a CPU the cores are the paintings', and generating beside
+        # them slows both.
+        own_card = (cfg.grpo.generation_device or "").startswith("cuda")
+        overlaps = (cfg.grpo.generation == "compiled" and cuda or own_card) and not cfg.grpo.update_per_group
         cfg.grpo.max_staleness = 1 if overlaps else 0
 
 
