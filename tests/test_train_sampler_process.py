@@ -22,6 +22,7 @@ import torch
 from salon.train.engine.overlap import OverlappedRollout
 from salon.train.engine.sampler_process import GenerationProcessError, ProcessSampler
 from salon.train.update.stale_correction import install
+from train_support import largest_gap, trl_logprobs
 
 TOL = 1e-5  # float32 on a CPU, the same modules on the same weights
 MAX_NEW = 10
@@ -62,36 +63,20 @@ def gone(pid: int) -> bool:
     return False
 
 
-def trls_logprobs(trainer, prompt_ids, completions) -> list[list[float]]:
-    from trl.trainer.utils import pad
-
-    from salon.train.engine.transformers_sampler import sampler_logprobs
-
-    pad_id = trainer._tokenizer.pad_token_id
-    rows = [torch.tensor(r) for r in prompt_ids]
-    ids = pad(rows, padding_value=pad_id, padding_side="left")
-    mask = pad([torch.ones_like(r) for r in rows], padding_value=0, padding_side="left")
-    return sampler_logprobs(trainer, trainer.model, ids, mask, completions, pad_id)
-
-
-def gap(a: list[list[float]], b: list[list[float]]) -> float:
-    assert [len(x) for x in a] == [len(y) for y in b]
-    return max(abs(x - y) for xs, ys in zip(a, b) for x, y in zip(xs, ys))
-
-
 def test_the_process_scores_as_the_trainer_after_a_refresh(served):
     trainer, sampler = served
     out = sampler.generate(PROMPTS, trainer)
-    assert gap(out["logprobs"], trls_logprobs(trainer, out["prompt_ids"], out["completion_ids"])) < TOL
+    assert largest_gap(out["logprobs"], trl_logprobs(trainer, out["prompt_ids"], out["completion_ids"])) < TOL
     with torch.no_grad():  # an update: the LoRA's B moves off 0, so the adapter now changes the logits
         for name, p in trainer.model.named_parameters():
             if "lora_B" in name:
                 p.add_(torch.randn_like(p) * 0.5)
     trainer.state.global_step += 1
-    theirs = trls_logprobs(trainer, out["prompt_ids"], out["completion_ids"])
-    assert gap(sampler.score(out["prompt_ids"], out["completion_ids"], trainer), theirs) > 1e-2  # not refreshed yet
+    theirs = trl_logprobs(trainer, out["prompt_ids"], out["completion_ids"])
+    stale = sampler.score(out["prompt_ids"], out["completion_ids"], trainer)
+    assert largest_gap(stale, theirs) > 1e-2  # not refreshed yet
     sampler.refresh(trainer)
-    assert gap(sampler.score(out["prompt_ids"], out["completion_ids"], trainer), theirs) < TOL
+    assert largest_gap(sampler.score(out["prompt_ids"], out["completion_ids"], trainer), theirs) < TOL
 
 
 def train(policy, out, sampler: ProcessSampler, **config):
@@ -156,8 +141,13 @@ def test_the_config_refuses_what_a_generation_process_cannot_run():
             GRPOSettings(generation_device="cuda:1", generation=engine)
     with pytest.raises(ConfigError, match="update_per_group in the compiled engine of the training process"):
         GRPOSettings(generation_device="cuda:1", generation="compiled", update_per_group=True)
-    with pytest.raises(ConfigError, match="its GPU run is a separate issue"):
-        generation_engine(config_from_dict({"grpo": {"generation": "compiled", "generation_device": "cuda:1"}}))
+    for device in ("cuda", "cuda:0"):  # the trainer's own card
+        with pytest.raises(ConfigError, match="is the card the trainer runs on"):
+            GRPOSettings(generation_device=device)
+    with pytest.raises(ConfigError, match="a process of its own decodes the batch at once"):
+        GRPOSettings(generation_device="cuda:1", generation="compiled", generation_waves=2)
+    compiled = generation_engine(config_from_dict({"grpo": {"generation": "compiled", "generation_device": "cuda:1"}}))
+    assert type(compiled) is ProcessSampler and compiled.compiled["compile"] == "auto" and compiled.pid is None
     cfg = config_from_dict({"grpo": {"generation_device": "cpu", "use_cpu": True, "bf16": False, "report_to": []}})
     resolve_generation(cfg)
     sampler = generation_engine(cfg)
@@ -166,5 +156,5 @@ def test_the_config_refuses_what_a_generation_process_cannot_run():
     card = config_from_dict({"grpo": {"generation_device": "cuda:1", "report_to": []}})
     resolve_generation(card)
     assert card.grpo.generation == "transformers" and card.grpo.max_staleness == 1  # a card of its own: overlapped
-    GRPOSettings(generation_device="cuda", max_staleness=1, generation="transformers")  # and these are fine
+    GRPOSettings(generation_device="cuda", use_cpu=True, max_staleness=1, generation="transformers")  # these are fine
     GRPOSettings(generation_device="cuda:3")

@@ -168,6 +168,28 @@ def completion_chars(completions, **kwargs):
     return [float(len(c[0]["content"])) for c in completions]
 
 
+def trl_logprobs(trainer, prompt_ids: list[list[int]], completions: list[list[int]]) -> list[list[float]]:
+    """Each completion token's log-prob under the trainer's model by TRL's log-prob pass (what its loss computes
+    as the "old" log-probs), prompts left-padded as TRL pads them."""
+    import torch
+    from trl.trainer.utils import pad
+
+    from salon.train.engine.transformers_sampler import sampler_logprobs
+
+    pad_id = trainer._tokenizer.pad_token_id
+    rows = [torch.tensor(r) for r in prompt_ids]
+    ids = pad(rows, padding_value=pad_id, padding_side="left")
+    mask = pad([torch.ones_like(r) for r in rows], padding_value=0, padding_side="left")
+    with torch.no_grad():
+        return sampler_logprobs(trainer, trainer.model, ids, mask, completions, pad_id)
+
+
+def largest_gap(a: list[list[float]], b: list[list[float]]) -> float:
+    """The largest difference between two completions' worth of per-token log-probs (of the same lengths)."""
+    assert [len(x) for x in a] == [len(y) for y in b]
+    return max(abs(x - y) for xs, ys in zip(a, b) for x, y in zip(xs, ys))
+
+
 # a learn_tiny-like run (16 rollouts a step, one prompt, a checkpoint every 4 steps) whose gate
 # failures fade as it learns: the failures of steps 0..16, then of steps 17..23 with or without a fall
 FAILURES_RISING = [4, 4, 3, 3, 3, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0, 0]

@@ -147,6 +147,15 @@ class GRPOSettings:
         if self.generation.startswith("vllm") or self.generation == "continuous_batching":
             p.append(f"grpo.generation_device runs salon's sampler in a process of its own, not {self.generation} "
                      "(TRL's own engine, which places itself): leave generation_device null")
+        if device in ("cuda", "cuda:0") and not self.use_cpu:
+            # one training process trains on the first visible card (accelerate's cuda:0); several are refused
+            # when the process starts
+            p.append(f"grpo.generation_device={device!r} is the card the trainer runs on (cuda:0): name another "
+                     "card (cuda:1), or leave generation_device null to generate in the training process")
+        if self.generation_waves > 1:
+            p.append(f"grpo.generation_waves={self.generation_waves} hands each wave's paintings to the renderer "
+                     "from the engine in the training process; a process of its own decodes the batch at once: "
+                     "leave generation_waves 1")
         return p
 
     def _staleness_problems(self) -> list[str]:

@@ -331,8 +331,9 @@ def train(cfg: TrainConfig) -> dict:
             # while TRL computes log-probabilities on the GPU
             trainer._generate = prefetching(trainer._generate, adapter, trainer)
             # the compiled engine's early paintings, while the rest of the batch decodes; a step ahead, the
-            # whole batch's once generated (on_generated: the rows are then the next step's)
-            early = cfg.grpo.generation == "compiled" and not cfg.grpo.max_staleness
+            # whole batch's once generated (on_generated: the rows are then the next step's). In a process of
+            # its own (grpo.generation_device) the engine hands back only whole batches
+            early = cfg.grpo.generation == "compiled" and not cfg.grpo.max_staleness and not cfg.grpo.generation_device
             if early and cfg.grpo.generation_waves > 1:
                 engine.on_wave = prefetching_generated(adapter, trainer)
             if cfg.grpo.update_per_group:  # the engine exists: refused above otherwise

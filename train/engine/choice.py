@@ -22,7 +22,8 @@ def resolve_generation(cfg: TrainConfig) -> None:
 
     cuda = torch.cuda.is_available() and not cfg.grpo.use_cpu
     if cfg.grpo.generation == "auto":
-        # on a card of its own (grpo.generation_device) only TRL's generate runs, in the sampler's process
+        # beside grpo.generation_device auto stays TRL's generate: the compiled engine in that process is asked
+        # for by name (train/configs/lora_2gpu_64.yaml) while its GPU run is not measured
         compiled = cuda and cfg.lora.enabled and cfg.grpo.generation_device is None
         cfg.grpo.generation = "compiled" if compiled else "transformers"
     if cfg.grpo.max_staleness == "auto":
@@ -37,31 +38,30 @@ def resolve_generation(cfg: TrainConfig) -> None:
 
 def generation_engine(cfg: TrainConfig):
     """The sampler for grpo.generation: the compiled engine (salon.train.engine.generation), TRL's transformers
-    generate (salon.train.engine.transformers_sampler, a copy of the policy when it runs a step ahead; in a process
-    of its own on grpo.generation_device, salon.train.engine.sampler_process), or None for TRL's own engines
-    (vLLM, continuous batching), which generate inside TRL."""
+    generate (salon.train.engine.transformers_sampler, a copy of the policy when it runs a step ahead), either in a
+    process of its own on grpo.generation_device (salon.train.engine.sampler_process), or None for TRL's own
+    engines (vLLM, continuous batching), which generate inside TRL."""
     device = cfg.grpo.generation_device
-    if device is not None and cfg.grpo.generation == "compiled":
-        from salon.pool.errors import ConfigError
-
-        raise ConfigError([f"grpo.generation_device={device!r} runs TRL's generate in a process of its own; the "
-                           "compiled engine on a card of its own is not built yet (its GPU run is a separate "
-                           "issue): set grpo.generation=transformers, or leave generation_device null"], "salon train")
-    if device is not None and cfg.grpo.generation == "transformers":
+    compiled = compiled_settings(cfg.grpo) if cfg.grpo.generation == "compiled" else None
+    if device is not None and cfg.grpo.generation in ("compiled", "transformers"):
         from salon.train.engine.sampler_process import ProcessSampler
 
-        return ProcessSampler(device)
-    if cfg.grpo.generation == "compiled":
+        return ProcessSampler(device, compiled=compiled)
+    if compiled is not None:
         from salon.train.engine.generation import CompiledGeneration
 
-        return CompiledGeneration(compile=cfg.grpo.generation_compile, prompt_bucket=cfg.grpo.generation_prompt_bucket,
-                                  attention=cfg.grpo.generation_attention,
-                                  fuse_linears=cfg.grpo.generation_fuse_linears, waves=cfg.grpo.generation_waves)
+        return CompiledGeneration(**compiled, waves=cfg.grpo.generation_waves)
     if cfg.grpo.generation == "transformers":
         from salon.train.engine.transformers_sampler import TransformersSampler
 
         return TransformersSampler(copy=cfg.grpo.max_staleness == 1)
     return None
+
+
+def compiled_settings(g) -> dict:
+    """The compiled engine's settings from the grpo section (salon.train.engine.generation.merged_decoder's)."""
+    return {"compile": g.generation_compile, "prompt_bucket": g.generation_prompt_bucket,
+            "attention": g.generation_attention, "fuse_linears": g.generation_fuse_linears}
 
 
 def rollout_for(cfg: TrainConfig, sampler):

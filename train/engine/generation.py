@@ -75,6 +75,10 @@ logprobs); everything after it (decoding the text, rewards, advantages, the loss
 log-probabilities) stays TRL's. TRL marks it experimental and warns; the recipe filters that one
 warning. Replacing the private `_generate_single_turn` would also work, but nothing documents its
 signature.
+
+On a card of its own (`grpo.generation_device`): the same pieces, `merged_decoder` and `sample_merged`,
+run in a process of their own on a policy rebuilt there (salon.train.engine.generation_process), which
+salon.train.engine.sampler_process feeds the trainer's weights after each update.
 """
 
 from __future__ import annotations
@@ -184,26 +188,12 @@ class CompiledGeneration:
 
     def attach(self, trainer) -> None:
         """Build the merged copy of `trainer.model` (a peft model) now, refusing what cannot work."""
-        from peft import PeftModel
-
-        problems = []
-        if not isinstance(trainer.model, PeftModel):
-            problems.append("grpo.generation=compiled samples from a merged copy of a LoRA policy: enable lora, or "
-                            "use grpo.generation=transformers")
-        if trainer.is_deepspeed_enabled or trainer.is_fsdp_enabled:
-            problems.append("grpo.generation=compiled needs the whole policy in each process (no DeepSpeed / FSDP "
-                            "sharding): use grpo.generation=transformers or vllm_*")
-        if trainer.tools:
-            problems.append("grpo.generation=compiled does not render tool schemas: use grpo.generation=transformers")
+        problems = compiled_problems(trainer)
         if problems:
             raise ConfigError(problems, "salon train")
-        self.policy = MergedPolicy(trainer.model, fuse_linears=self.fuse_linears)
-        on = self.compile == "on" or (self.compile == "auto" and self.policy.device.type == "cuda")
-        self.decoder = StaticDecoder(self.policy.model, compile=on, prompt_bucket=self.prompt_bucket,
-                                     compile_config=self.compile_config, attention=self.attention)
+        self.policy, self.decoder = merged_decoder(trainer.model, self.compile, self.prompt_bucket, self.compile_config,
+                                                   self.attention, self.fuse_linears)
         self.refreshed_at = trainer.state.global_step
-        log.info("compiled generation: merged copy of %.2f GiB on %s (compile %s, prompts padded to multiples of %d)",
-                 self.policy.nbytes / GIB, self.policy.device, "on" if on else "off", self.prompt_bucket)
 
     def __call__(self, prompts: list, trainer) -> dict:
         if self.ahead is not None:
@@ -260,34 +250,86 @@ class CompiledGeneration:
         while the trainer updates, since it reads nothing of the trainer's weights. The metrics come back
         under "metrics" for the caller to log in the trainer's thread."""
         prompt_ids = tokenize(prompts, trainer)
-        completion_ids: list = [None] * len(prompts)
-        logprobs: list = [None] * len(prompts)
-        seconds, host_pace = 0.0, []
         parts = waves_of(prompts, self.waves, getattr(trainer, "num_generations", None))
-        for n, wave in enumerate(parts):
+        eos = trainer.eos_token_ids
+
+        def starting(wave: list[int]) -> None:  # rows that end early go to on_finished as the wave's prompts
             self.decoder.on_finished = None if self.on_finished is None else functools.partial(
-                self._finished, [prompts[i] for i in wave], wave, trainer.eos_token_ids)
-            made = cut_after_eos(self.decoder.generate([prompt_ids[i] for i in wave], trainer.generation_config),
-                                 trainer.eos_token_ids)
-            seconds += self.decoder.last_seconds
-            if self.decoder.last_host_ms_per_step is not None:
-                host_pace.append(self.decoder.last_host_ms_per_step)
-            row_logps = self.decoder.last_logprobs.cpu()
-            for k, (i, ids) in enumerate(zip(wave, made)):
-                completion_ids[i], logprobs[i] = ids, row_logps[k, :len(ids)].tolist()
+                self._finished, [prompts[i] for i in wave], wave, eos)
+
+        def generated(n: int, wave: list[int], made: list[list[int]]) -> None:
             if self.on_wave is not None and n < len(parts) - 1:
                 self.on_wave([prompts[i] for i in wave], made)
-        tokens = sum(len(c) for c in completion_ids)
-        metrics = {"compiled_graphs": self.decoder.compiled_graphs, "shapes": len(self.decoder.shapes),
-                   "waves": len(parts), "decode_loop": self.decoder.last_path == "loop",
-                   "copy_gib": self.policy.nbytes / GIB,
-                   "kv_cache_gib": sum(self.decoder.cache_bytes(*k) for k in self.decoder.caches) / GIB,
-                   "tokens_per_s": tokens / max(seconds, 1e-9), "seconds": seconds}
+
+        out = sample_merged(self.policy, self.decoder, prompt_ids, trainer.generation_config, eos, parts, starting,
+                            generated)
         if self.refresh_s is not None:
-            metrics["refresh_s"], self.refresh_s = self.refresh_s, None
-        if host_pace:  # the host's own time a decode step (decode.py): beside the time a step, who paces whom
-            metrics["host_ms_per_step"] = sum(host_pace) / len(host_pace)
-        return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": logprobs, "metrics": metrics}
+            out["metrics"]["refresh_s"], self.refresh_s = self.refresh_s, None
+        return {"prompt_ids": prompt_ids, **out}
+
+
+# ---- the pieces, without a trainer (the generation process of grpo.generation_device builds them too) ------
+
+
+def compiled_problems(trainer) -> list[str]:
+    """Why the compiled engine cannot sample for `trainer`'s policy (nothing: an empty list)."""
+    from peft import PeftModel
+
+    problems = []
+    if not isinstance(trainer.accelerator.unwrap_model(trainer.model), PeftModel):
+        problems.append("grpo.generation=compiled samples from a merged copy of a LoRA policy: enable lora, or "
+                        "use grpo.generation=transformers")
+    if trainer.is_deepspeed_enabled or trainer.is_fsdp_enabled:
+        problems.append("grpo.generation=compiled needs the whole policy in each process (no DeepSpeed / FSDP "
+                        "sharding): use grpo.generation=transformers or vllm_*")
+    if trainer.tools:
+        problems.append("grpo.generation=compiled does not render tool schemas: use grpo.generation=transformers")
+    return problems
+
+
+def merged_decoder(peft_model, compile: str, prompt_bucket: int, compile_config=None, attention: str = "auto",
+                   fuse_linears: bool = True) -> tuple[MergedPolicy, StaticDecoder]:
+    """The merged copy of `peft_model` on its device and the decoder that samples from it (compile "auto": on
+    CUDA only)."""
+    policy = MergedPolicy(peft_model, fuse_linears=fuse_linears)
+    on = compile == "on" or (compile == "auto" and policy.device.type == "cuda")
+    decoder = StaticDecoder(policy.model, compile=on, prompt_bucket=prompt_bucket, compile_config=compile_config,
+                            attention=attention)
+    log.info("compiled generation: merged copy of %.2f GiB on %s (compile %s, prompts padded to multiples of %d)",
+             policy.nbytes / GIB, policy.device, "on" if on else "off", prompt_bucket)
+    return policy, decoder
+
+
+def sample_merged(policy: MergedPolicy, decoder: StaticDecoder, prompt_ids: list[list[int]], generation_config,
+                  eos_ids: list[int], parts: list[list[int]] | None = None, starting=None, generated=None) -> dict:
+    """{"completion_ids", "logprobs", "metrics"}: completions decoded from the merged copy as it is, cut after
+    their first EOS, with each token's log-prob as the decoder recorded it, in `parts` (waves of row indices;
+    one wave: all rows). `starting(wave)` is called before a wave decodes, `generated(n, wave, completions)`
+    after. The metrics are the caller's to log."""
+    parts = parts or [list(range(len(prompt_ids)))]
+    completion_ids: list = [None] * len(prompt_ids)
+    logprobs: list = [None] * len(prompt_ids)
+    seconds, host_pace = 0.0, []
+    for n, wave in enumerate(parts):
+        if starting is not None:
+            starting(wave)
+        made = cut_after_eos(decoder.generate([prompt_ids[i] for i in wave], generation_config), eos_ids)
+        seconds += decoder.last_seconds
+        if decoder.last_host_ms_per_step is not None:
+            host_pace.append(decoder.last_host_ms_per_step)
+        row_logps = decoder.last_logprobs.cpu()
+        for k, (i, ids) in enumerate(zip(wave, made)):
+            completion_ids[i], logprobs[i] = ids, row_logps[k, :len(ids)].tolist()
+        if generated is not None:
+            generated(n, wave, made)
+    tokens = sum(len(c) for c in completion_ids)
+    metrics = {"compiled_graphs": decoder.compiled_graphs, "shapes": len(decoder.shapes), "waves": len(parts),
+               "decode_loop": decoder.last_path == "loop", "copy_gib": policy.nbytes / GIB,
+               "kv_cache_gib": sum(decoder.cache_bytes(*k) for k in decoder.caches) / GIB,
+               "tokens_per_s": tokens / max(seconds, 1e-9), "seconds": seconds}
+    if host_pace:  # the host's own time a decode step (decode.py): beside the time a step, who paces whom
+        metrics["host_ms_per_step"] = sum(host_pace) / len(host_pace)
+    return {"completion_ids": completion_ids, "logprobs": logprobs, "metrics": metrics}
 
 
 def log_generation_metrics(trainer, metrics: dict) -> None:
