@@ -19,7 +19,8 @@ TRAIN_HEAD = ["device", "trl", "num_generations", "max_completion_length", "engi
 # one call each: salon's settings beside the earlier ones ("as_filed"), so every row's steps are in its steps file
 ONE_CALL_FILES = ["bench_train_gpu_h200.json", "bench_train_gpu_64_h200.json", "bench_train_gpu_h100.json"]
 # the files today's bench_train_gpu.py writes (the _variants file is of an earlier format, with its overrides)
-TRAIN_FILES = [*ONE_CALL_FILES, "bench_train_gpu_earlier_h200.json", "bench_train_gpu_64_earlier_h200.json"]
+TRAIN_FILES = [*ONE_CALL_FILES, "bench_train_gpu_earlier_h200.json", "bench_train_gpu_64_earlier_h200.json",
+               "bench_train_gpu_64_h100.json"]  # the last: the overlapped step beside the synchronous one
 
 
 @pytest.mark.parametrize("name", TRAIN_FILES)
