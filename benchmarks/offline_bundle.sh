@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Pack what benchmarks/bench_train_gpu.py needs for a GPU node without network, in parts of <= 60 MiB.
+# Pack what benchmarks/bench_train_gpu.py needs for a GPU node without network, in parts of <= 45 MiB
+# (a part travels beside the checkout, 4-5 MB, in one carry of at most 64 MiB; 60 MiB parts no longer fit).
 #
 #   benchmarks/offline_bundle.sh OUTDIR     # OUTDIR/bundle.tar.zst, OUTDIR/chunks/{part-NN,zstandard-*.whl}, OUTDIR/unpack.sh
 #   . unpack.sh CHUNKDIR DEST               # on the node, in the salon checkout, once every file of chunks/ is in CHUNKDIR
@@ -91,7 +92,7 @@ ended "1/4 debs: $(ls "$stage"/debs/*.deb | wc -l) packages, $(mib "$stage/root"
 # 2. The wheels, as .venv pins them: what the recipe, the sandbox and the judges import that the node
 # lacks or has older (trackio and gradio only load where installed; bench_train_gpu sets report_to []).
 carry="trl datasets dill multiprocess transformers huggingface_hub httpx2 httpcore2 truststore playwright greenlet
-       ImageHash PyWavelets rapidocr-onnxruntime pyclipper shapely six"
+       ImageHash PyWavelets rapidocr-onnxruntime pyclipper shapely six tree-sitter tree-sitter-javascript"
 say "2/4 wheels: downloading the cp312 wheels of $(echo $carry | wc -w) packages as .venv pins them, then what they need"
 freeze=$("${pip[@]}" freeze 2>/dev/null)
 pin() { grep -i "^$(echo "$1" | sed 's/[-_.]/[-_.]/g')==" <<< "$freeze" || { echo "$1 is not in .venv" >&2; exit 1; }; }
@@ -165,8 +166,8 @@ kill "$ticker" 2>/dev/null || true
 ended "3/4 zstd: ${input} MiB -> $(mib "$out/bundle.tar.zst") MiB"
 # the zstandard wheel for a node without a zstd command: beside the parts, checked with them
 download "$out/chunks" zstandard==0.25.0
-(cd "$out/chunks" && split -b 60M -d "$out/bundle.tar.zst" part- && sha256sum part-* zstandard-*.whl) > "$stage/sums.txt"
-say "4/4 parts: $(ls "$out/chunks"/part-* | wc -l) of at most 60 MiB and the zstandard wheel; writing unpack.sh"
+(cd "$out/chunks" && split -b 45M -d "$out/bundle.tar.zst" part- && sha256sum part-* zstandard-*.whl) > "$stage/sums.txt"
+say "4/4 parts: $(ls "$out/chunks"/part-* | wc -l) of at most 45 MiB and the zstandard wheel; writing unpack.sh"
 
 # 4. unpack.sh: the parts' checksums, then the part that runs on the node.
 {
