@@ -25,7 +25,7 @@ import sys
 
 from salon.curate.sandbox import names, world
 
-UNDEFINED = "undefined"  # what `_value` answers for an expression the source settles as undefined
+UNDEFINED = "undefined"  # what `_Sketch.value` answers for an expression the source settles as undefined
 _LITERALS = frozenset({"number", "string", "template_string", "array", "object", "true", "false", "null"})
 # Every object has these from Object.prototype: reading one from a literal is never undefined.
 _OBJECT_FIELDS = frozenset("constructor hasOwnProperty isPrototypeOf propertyIsEnumerable toLocaleString "
@@ -69,10 +69,8 @@ class _Sketch:
         self.assigned: set[str] = set()
         self.uses: dict[str, list] = {}
         self.calls: list = []
-        binders, stack = set(), [root]
-        while stack:
-            node = stack.pop()
-            stack.extend(node.children)
+        binders, idents = set(), []
+        for node in _descendants(root):
             for ident in names.declared_by(node):
                 self.bindings.setdefault(_text(ident), []).append(ident)
                 binders.add(ident.id)
@@ -87,8 +85,10 @@ class _Sketch:
                 self.assigned.update(_text(n) for n in _descendants(target) if n.type == "identifier")
             if node.type in ("call_expression", "new_expression"):
                 self.calls.append(node)
-        for node in _descendants(root):
-            if node.type in ("identifier", "shorthand_property_identifier") and node.id not in binders:
+            elif node.type in ("identifier", "shorthand_property_identifier"):
+                idents.append(node)
+        for node in idents:
+            if node.id not in binders:
                 self.uses.setdefault(_text(node), []).append(node)
 
     # ---- what the source settles ---------------------------------------------------------------
