@@ -1,9 +1,9 @@
 """Does the loop learn? learn_tiny.yaml over (start seed, training seed) pairs, learn_tiny_hack.yaml with its eval
 and audit, and the overlapped step's learning beside the synchronous loop's.
 
-    python benchmarks/learn_tiny.py --pairs 2:3 4:5 6:7 8:9 10:11   # 5 pairs + the hack run; writes benchmarks/results/
+    python benchmarks/learn_tiny.py --pairs 2:3 3:4 5:6 7:8 11:12  # 5 pairs + the hack run; writes benchmarks/results/
     python benchmarks/learn_tiny.py --pairs 0:1 --no-hack            # one pair
-    python benchmarks/learn_tiny.py --pairs 2:3 4:5 6:7 --no-hack --staleness 0 1   # learn_tiny_overlap_cpu.json
+    python benchmarks/learn_tiny.py --pairs 2:3 3:4 5:6 --no-hack --staleness 0 1   # learn_tiny_overlap_cpu.json
     python benchmarks/learn_tiny.py --report-only ...                # recompute the results from runs/ already there
                                                                      # (a run that finished is never trained again)
     python benchmarks/learn_tiny.py --suffix h200 --parallel 3 --set grpo.use_cpu=false   # a GPU node
@@ -284,7 +284,7 @@ def hack_curves(rows: list[dict], steps: list[dict], path: Path) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--pairs", nargs="+", default=["2:3", "4:5", "6:7", "8:9", "10:11"], metavar="START:TRAIN",
+    p.add_argument("--pairs", nargs="+", default=["2:3", "3:4", "5:6", "7:8", "11:12"], metavar="START:TRAIN",
                    help="start-policy seed : training seed, one run each")
     p.add_argument("--staleness", type=int, nargs="+", metavar="N",
                    help="compare grpo.max_staleness levels (e.g. 0 1): learn_tiny_overlap_SUFFIX.json, not learn_tiny_")
