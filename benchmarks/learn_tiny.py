@@ -3,7 +3,8 @@ and audit, and the overlapped step's learning beside the synchronous loop's.
 
     python benchmarks/learn_tiny.py --pairs 2:3 3:4 5:6 7:8 11:12  # 5 pairs + the hack run; writes benchmarks/results/
     python benchmarks/learn_tiny.py --pairs 0:1 --no-hack            # one pair
-    python benchmarks/learn_tiny.py --pairs 2:3 3:4 5:6 --no-hack --staleness 0 1   # learn_tiny_overlap_cpu.json
+    python benchmarks/learn_tiny.py --pairs 2:3 3:4 5:6 --no-hack --staleness 0 1 \
+        --synchronous-pairs 2:3 3:4 5:6 7:8 11:12                                  # learn_tiny_overlap_cpu.json
     python benchmarks/learn_tiny.py --report-only ...                # recompute the results from runs/ already there
                                                                      # (a run that finished is never trained again)
     python benchmarks/learn_tiny.py --suffix h200 --parallel 3 --set grpo.use_cpu=false   # a GPU node
@@ -21,7 +22,9 @@ the first fifth of the steps against the last fifth. Writes
                                    the figures are means over the pairs; each pair's in learn_tiny_<suffix>_seeds.json)
     learn_tiny_overlap_<suffix>.json   with --staleness 0 1: {device, seeds, steps, staleness: {N: the keys above,
                                    and each pair's rise of the group mean and best (last fifth - first)}, rise_within:
-                                   whether every pair's rises at staleness 1 lie within the synchronous pairs' range}
+                                   whether every pair's rises at staleness 1 lie within the synchronous pairs' range
+                                   (synchronous_rise_range; --synchronous-pairs: more pairs than the overlapped ones),
+                                   rise_difference: each pair run both ways, its rises at 1 less those at 0}
     learn_tiny_hack_<suffix>.json  {device, steps, proxy_first, proxy_last, oracle_first, oracle_last,
                                     alarms, best_by_proxy, best_by_oracle}   (from salon eval and audit)
     learn_tiny_<suffix>_curves.png, learn_tiny_<suffix>_grid.png, learn_tiny_hack_<suffix>_curves.png,
@@ -207,12 +210,14 @@ def learn(pairs: list[tuple[int, int]], out: Path, suffix: str, report_only: boo
 
 
 def overlap(pairs: list[tuple[int, int]], levels: list[int], out: Path, suffix: str, report_only: bool,
-            overrides: list[str], parallel: int) -> dict:
-    """learn_tiny at each grpo.max_staleness in `levels`, every pair; the rises (last fifth - first) of the group
-    mean and best at each level, and whether the overlapped ones lie within the synchronous pairs' range."""
+            overrides: list[str], parallel: int, synchronous: list[tuple[int, int]] | None = None) -> dict:
+    """learn_tiny at each grpo.max_staleness in `levels`, every pair (level 0: the `synchronous` pairs, by
+    default the same); the rises (last fifth - first) of the group mean and best at each level, whether the
+    overlapped ones lie within the synchronous pairs' range, and each pair's rise overlapped less synchronous."""
     by_level = {}
     for level in levels:
-        _, figures = train_pairs(pairs, level, report_only, overrides, parallel)
+        _, figures = train_pairs((synchronous or pairs) if level == 0 else pairs, level, report_only, overrides,
+                                 parallel)
         rises = {k: {"mean": f["reward_mean_last"] - f["reward_mean_first"],
                      "best": f["reward_best_last"] - f["reward_best_first"]} for k, f in figures.items()}
         by_level[str(level)] = {**means(figures), "pairs": figures, "rises": rises}
@@ -225,6 +230,9 @@ def overlap(pairs: list[tuple[int, int]], levels: list[int], out: Path, suffix: 
         result["rise_within"] = {m: all(span[m][0] <= r[m] <= span[m][1] for r in by_level["1"]["rises"].values())
                                  for m in ("mean", "best")}
         result["synchronous_rise_range"] = span
+        both = by_level["0"]["rises"].keys() & by_level["1"]["rises"].keys()
+        result["rise_difference"] = {k: {m: by_level["1"]["rises"][k][m] - by_level["0"]["rises"][k][m]
+                                         for m in ("mean", "best")} for k in sorted(both)}
     (out / f"learn_tiny_overlap_{suffix}.json").write_text(json.dumps(result, indent=2) + "\n")
     return result
 
@@ -282,12 +290,23 @@ def hack_curves(rows: list[dict], steps: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def parse_pairs(texts: list[str], flag: str) -> list[tuple[int, int]]:
+    try:
+        pairs = [tuple(int(x) for x in t.split(":")) for t in texts]
+        assert all(len(p) == 2 for p in pairs)
+    except (ValueError, AssertionError):
+        raise SystemExit(f"{flag} {' '.join(texts)}: each is START:TRAIN, two integers (e.g. 2:3)")
+    return pairs
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pairs", nargs="+", default=["2:3", "3:4", "5:6", "7:8", "11:12"], metavar="START:TRAIN",
                    help="start-policy seed : training seed, one run each")
     p.add_argument("--staleness", type=int, nargs="+", metavar="N",
                    help="compare grpo.max_staleness levels (e.g. 0 1): learn_tiny_overlap_SUFFIX.json, not learn_tiny_")
+    p.add_argument("--synchronous-pairs", nargs="+", metavar="START:TRAIN",
+                   help="with --staleness: the pairs whose synchronous runs set the range (default: --pairs)")
     p.add_argument("--no-learn", action="store_true", help="only the hack run")
     p.add_argument("--no-hack", action="store_true", help="only the learning runs")
     p.add_argument("--report-only", action="store_true", help="read runs/ already made; run nothing")
@@ -299,14 +318,11 @@ def main() -> int:
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    try:
-        pairs = [tuple(int(x) for x in p.split(":")) for p in args.pairs]
-        assert all(len(p) == 2 for p in pairs)
-    except (ValueError, AssertionError):
-        raise SystemExit(f"--pairs {' '.join(args.pairs)}: each is START:TRAIN, two integers (e.g. 2:3)")
+    pairs = parse_pairs(args.pairs, "--pairs")
     if args.staleness:
+        synchronous = parse_pairs(args.synchronous_pairs, "--synchronous-pairs") if args.synchronous_pairs else None
         print(json.dumps(overlap(pairs, args.staleness, out, args.suffix, args.report_only, args.overrides,
-                                 args.parallel), indent=2))
+                                 args.parallel, synchronous), indent=2))
     elif not args.no_learn:
         print(json.dumps(learn(pairs, out, args.suffix, args.report_only, args.overrides, args.parallel), indent=2))
     if not args.no_hack:
