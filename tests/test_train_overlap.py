@@ -148,3 +148,43 @@ def test_the_config_refuses_what_staleness_1_cannot_go_with():
                   "num_iterations must be 1"):
         assert words in text
     GRPOSettings(max_staleness=1, generation="transformers")  # and this is fine
+
+
+def test_the_carveout_holds_while_the_next_step_decodes_and_only_then():
+    """grpo.overlap_sm_carveout: the trainer's matrix products are asked to leave multiprocessors free exactly
+    while a step is generated ahead (any thread's launches read it then), and not after, nor when generating
+    synchronously."""
+    from salon.pool.errors import ConfigError
+    from salon.train.config_grpo import GRPOSettings
+
+    class Recording:
+        def __init__(self):
+            self.seen = []
+
+        def generate(self, prompts, trainer):
+            self.seen.append(torch._C._get_sm_carveout_experimental())
+            if prompts == ["fail"]:
+                raise RuntimeError("the decode failed")
+            return {"completion_ids": [[1]] * len(prompts)}
+
+    sampler = Recording()
+    rollout = OverlappedRollout(sampler, staleness=1, sm_carveout=24)
+    try:
+        assert rollout._in_thread(rollout._generate_ahead, ["a"], None, 1).result()["completion_ids"] == [[1]]
+        assert torch._C._get_sm_carveout_experimental() is None
+        with pytest.raises(RuntimeError):
+            rollout._in_thread(rollout._generate_ahead, ["fail"], None, 2).result()
+        assert torch._C._get_sm_carveout_experimental() is None  # a failed decode gives them back too
+        rollout._in_thread(sampler.generate, ["b"], None).result()  # a synchronous generation: nothing to carve
+    finally:
+        rollout.close()
+    assert sampler.seen == [24, 24, None]
+    plain = OverlappedRollout(Recording(), staleness=1)
+    try:
+        plain._in_thread(plain._generate_ahead, ["a"], None, 1).result()
+    finally:
+        plain.close()
+    assert plain.sampler.seen == [None]
+    with pytest.raises(ConfigError, match="overlap_sm_carveout=16 leaves"):
+        GRPOSettings(max_staleness=0, overlap_sm_carveout=16)
+    GRPOSettings(max_staleness=1, generation="transformers", overlap_sm_carveout=16)  # and this is fine
