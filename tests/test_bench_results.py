@@ -20,7 +20,8 @@ TRAIN_HEAD = ["device", "trl", "num_generations", "max_completion_length", "engi
 ONE_CALL_FILES = ["bench_train_gpu_h200.json", "bench_train_gpu_64_h200.json", "bench_train_gpu_h100.json"]
 # the files today's bench_train_gpu.py writes (the _variants file is of an earlier format, with its overrides)
 TRAIN_FILES = [*ONE_CALL_FILES, "bench_train_gpu_earlier_h200.json", "bench_train_gpu_64_earlier_h200.json",
-               "bench_train_gpu_64_h100.json"]  # the last: the overlapped step beside the synchronous one
+               "bench_train_gpu_64_h100.json",  # the overlapped step beside the synchronous one
+               "bench_train_gpu_carveout_h100.json", "bench_train_gpu_filled_h100.json"]  # on one machine, one after the other
 
 
 @pytest.mark.parametrize("name", TRAIN_FILES)

@@ -346,7 +346,7 @@ def test_filled_attention_decodes_as_the_whole_cache(trained, wide_heads):
     assert (steps["filled"] - steps["whole"]).abs().max().item() < LOGPROB_TOL
 
 
-def test_auto_attention_reads_the_filled_positions_from_64_rows(trained, wide_heads):
+def test_auto_attention_reads_the_filled_positions_from_8_rows(trained, wide_heads):
     """grpo.generation_attention=auto (the default): `filled` for a call of FILLED_FROM_ROWS rows or more
     where it applies, `whole` below it and where it does not apply; a call runs what it picks."""
     from transformers import Qwen3Config, Qwen3ForCausalLM
@@ -355,10 +355,10 @@ def test_auto_attention_reads_the_filled_positions_from_64_rows(trained, wide_he
     from salon.train.engine.decode import FILLED_FROM_ROWS
 
     trainer, engine = trained
-    assert GRPOSettings().generation_attention == "auto" and FILLED_FROM_ROWS == 64
+    assert GRPOSettings().generation_attention == "auto" and FILLED_FROM_ROWS == 8
     decoder = StaticDecoder(wide_heads, compile=False, prompt_bucket=16)
     assert decoder.attention == "auto"
-    assert [decoder.attention_for(n) for n in (8, 63, 64, 128)] == ["whole", "whole", "filled", "filled"]
+    assert [decoder.attention_for(n) for n in (4, 7, 8, 64, 128)] == ["whole", "whole", "filled", "filled", "filled"]
     assert StaticDecoder(engine.policy.model, compile=False).attention_for(64) == "whole"  # head dim 8
     sliding = Qwen3ForCausalLM(Qwen3Config(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
                                            num_attention_heads=4, num_key_value_heads=2, head_dim=4,

@@ -64,8 +64,8 @@ class GRPOSettings:
     generation_prompt_bucket: Count = 256  # compiled: prompts left-padded to a multiple of this, so shapes repeat
     # compiled: how much of the static cache a decode step's attention reads: all of it (whole), the filled
     # positions rounded up to a multiple of 256 (buckets: one compiled step per length), the filled ones (filled:
-    # a Triton kernel; on an H200 faster at batch 64, slower at batch 8), or auto (filled from 64 rows a call
-    # on, whole below: salon.train.engine.decode.FILLED_FROM_ROWS). salon.train.engine.decode_attention says how.
+    # a Triton kernel; in the trainer faster at batch 64 on an H200 and at batch 8 on an H100), or auto (filled from 8
+    # rows a call on, whole below: salon.train.engine.decode.FILLED_FROM_ROWS). salon.train.engine.decode_attention says how.
     generation_attention: Literal["auto", "buckets", "filled", "whole"] = "auto"
     # compiled: q/k/v and gate/up of each layer as one matrix product each (salon.train.engine.fused_linears); on an
     # H200 at 8 x 2,048 generation took 6.10-6.13 s against 6.65 unfused (the run of commit 6d35098)
@@ -90,9 +90,6 @@ class GRPOSettings:
     # then updates. Auto: 1 for the compiled engine on CUDA (8 x 2,048 on an H200: docs/training.md), 0 elsewhere
     # (a CPU's cores are the paintings'). Deeper queues would need a second copy of the policy: not offered.
     max_staleness: Literal[("auto", 0, 1)] = "auto"
-    # with max_staleness 1 on one card: multiprocessors the trainer's matrix products (judge, update) leave free while
-    # the next step decodes beside them (cuBLASLt's SM count target; salon.train.engine.overlap.carved_matrix_products)
-    overlap_sm_carveout: Annotated[int, at_least(0)] = 0
     # each token's importance weight pi_now / pi_sampler is cut at this (TRL's vllm_importance_sampling_clip_max,
     # its token_truncate mode); it enters the loss through the advantage (TRL accepts (B, T) advantages)
     importance_sampling_cap: Annotated[float, Range(1, says="a cap below 1 would shrink on-policy tokens")] = 3.0
@@ -163,12 +160,9 @@ class GRPOSettings:
 
     def _staleness_problems(self) -> list[str]:
         """What grpo.max_staleness=1 cannot go with: it overlaps one generation with one optimiser step."""
-        p = []
-        if self.overlap_sm_carveout and (self.max_staleness == 0 or self.generation_device is not None):
-            p.append(f"grpo.overlap_sm_carveout={self.overlap_sm_carveout} leaves multiprocessors to a decode beside the "
-                     "trainer's work on its card: it needs grpo.max_staleness 1 (or auto) and no generation_device")
         if self.max_staleness != 1:
-            return p
+            return []
+        p = []
         if self.generation not in ("auto", "compiled", "transformers"):
             p.append(f"grpo.max_staleness=1 generates with salon's samplers (compiled, transformers), not "
                      f"{self.generation}: TRL's own engines generate inside its step (set max_staleness=0)")

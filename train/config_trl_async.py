@@ -48,9 +48,6 @@ def config_problems(g) -> list[str]:
         p.append(f"{where}: grpo.max_staleness={g.max_staleness!r} is the compiled engine's overlap; the async "
                  "trainer has its own (samples more policy versions old are dropped): give it as "
                  "grpo.extra.max_staleness (TRL's default 4)")
-    if g.overlap_sm_carveout:
-        p.append(f"{where}: grpo.overlap_sm_carveout is the compiled engine's overlap on one card; vLLM generates "
-                 "on cards of its own: leave it 0")
     if g.importance_sampling_cap != default["importance_sampling_cap"]:
         p.append(f"{where}: grpo.importance_sampling_cap is the overlapped step's; the async trainer clips each "
                  "token's ratio to [1 - epsilon, 1 + epsilon_high] instead (grpo.epsilon, grpo.epsilon_high)")

@@ -73,7 +73,7 @@ def rollout_for(cfg: TrainConfig, sampler):
         return sampler
     from salon.train.engine.overlap import OverlappedRollout
 
-    return OverlappedRollout(sampler, staleness=cfg.grpo.max_staleness, sm_carveout=cfg.grpo.overlap_sm_carveout)
+    return OverlappedRollout(sampler, staleness=cfg.grpo.max_staleness)
 
 
 def generation_kwargs(g) -> dict:

@@ -29,8 +29,8 @@ reads the cache as it is, with two matmuls and a float32 softmax (its docstring 
 Prefill (more than one query) runs transformers' SDPA path. `grpo.generation_attention` picks how
 much of the cache a decode step reads (decode_attention.py): `whole`, `buckets` (the filled
 positions rounded up to a multiple of 256: one compiled step per length, each in its own dynamo
-cache), `filled` (a Triton kernel; faster at batch 64 on an H200, slower at batch 8) or `auto` (the
-default: `filled` for calls of FILLED_FROM_ROWS rows or more, `whole` below).
+cache), `filled` (a Triton kernel; in the trainer faster than `whole` at batch 64 on an H200 and at batch 8
+on an H100) or `auto` (the default: `filled` for calls of FILLED_FROM_ROWS rows or more, `whole` below).
 Where an option does not apply (sliding windows, ...) the decoder reads the whole cache and says
 so in the log.
 """
@@ -54,10 +54,12 @@ from salon.train.engine.decode_sampling import choose, eos_ids, loop_warpers
 
 # grpo.generation_attention: the filled positions rounded up to a chunk, exactly the filled ones, or all of them
 ATTENTIONS = ("auto", "buckets", "filled", "whole")
-# auto: the filled positions from this many rows a call on. Measured on an H200 at 2,048 new tokens, every 8
-# rows one prompt: at 64 rows filled 9,868 tokens/s against 8,152 for the whole cache, at 8 rows 1,740
-# against 2,384 (results/bench_generate_gpu_2048_group8_*h200.json); rows in between are not measured yet
-FILLED_FROM_ROWS = 64
+# auto: the filled positions from this many rows a call on. At 2,048 new tokens, every 8 rows one prompt: at 64
+# rows on an H200 filled 9,868 tokens/s against 8,152 for the whole cache (results/bench_generate_gpu_2048_
+# group8_*h200.json); at 8 rows in `salon train` on an H100, 2,829-2,833 against 2,240, the step 9.55-9.66 s
+# against 11.43 (results/bench_train_gpu_filled_h100.json, bench_train_gpu_carveout_h100.json: since the slices'
+# merge became a kernel of its own; before it, on an H200, 1,740 against 2,384). Below 8 rows: not measured
+FILLED_FROM_ROWS = 8
 
 log = logging.getLogger(__name__)
 

@@ -68,7 +68,8 @@ KEY_CHUNK = 256  # buckets: the positions a step attends, rounded up to a multip
 # (results/probe_filled_attention_tiles_h200.json: 104.1 and 159.6 us a layer at 1,024 and 2,048 new
 # tokens, 1.05x and 1.03x the kernel of one row a program, 9277e0d, timed beside it; the split of 256
 # it had was 0.89-0.95x). At 8 rows every tiling was slower than one row a program (0.86-0.94x), and
-# `auto` reads the whole cache there anyway.
+# `auto` read the whole cache there then; in the trainer on an H100 the kernel at 8 rows has since beaten it
+# (decode.FILLED_FROM_ROWS).
 BLOCK_N = 128  # positions per inner step of a program
 SPLIT = 512  # positions per program (a multiple of BLOCK_N)
 NUM_WARPS, NUM_STAGES = 4, 2  # the tile kernel's warps per program and software-pipelining depth

@@ -28,7 +28,7 @@ bound (shared/reference/generation-speed.md). This engine owns that path instead
    a multiple of 256, one compiled step per length; `filled` reads only the filled positions, a
    group's prompt positions once for the group: on an H200 faster than the whole cache at batch 64 and
    slower at batch 8, decode_attention.py, docs/training.md's generation engines; `auto`, the
-   default, reads the filled positions in calls of 64 rows or more and the whole cache below).
+   default, reads the filled positions in calls of 8 rows or more and the whole cache below).
    Prompts are left-padded to a multiple of `prompt_bucket` tokens, so shapes repeat across steps.
 3. Sampling is TRL's `GenerationConfig` (temperature, top-p, top-k, EOS ids, max_completion_length)
    with generate's own warpers and sampling rule (decode.py says how it is the same), on the

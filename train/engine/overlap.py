@@ -33,7 +33,6 @@ its own (salon.train.engine.sampler_process) behind the same two calls, refresh 
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import functools
 import logging
@@ -52,10 +51,8 @@ class OverlappedRollout:
     """TRL's `rollout_func` that generates one step ahead (see the module doc). `staleness` 0 generates each
     step's completions when TRL asks, through the same sampler and thread."""
 
-    def __init__(self, sampler, staleness: int, sm_carveout: int = 0):
+    def __init__(self, sampler, staleness: int):
         self.sampler, self.staleness = sampler, staleness
-        # multiprocessors the trainer's matrix products leave free while the next step decodes beside them
-        self.sm_carveout = sm_carveout
         # one thread for the sampler's whole life: torch.compile's CUDA graphs are recorded per thread
         self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="salon-generate")
         self.stream = None  # a CUDA stream of the engine's own, made in its thread on first use
@@ -74,8 +71,6 @@ class OverlappedRollout:
         """Peek one batch ahead of the Trainer's fetches: the first batch of the next optimiser step is the
         next generation's (TRL's RepeatSampler repeats one generation batch over the step's micro-batches)."""
         self.cuda = trainer.accelerator.device.type == "cuda"
-        if self.sm_carveout and self.cuda:  # the carveout reaches cuBLASLt's products (carved_matrix_products)
-            torch.backends.cuda.preferred_blas_library("cublaslt")
         fetch = trainer.get_batch_samples
         peeked: dict = {}  # the iterator of the epoch -> its next batch (None: it had run out)
 
@@ -139,8 +134,7 @@ class OverlappedRollout:
 
     # ---- the engine's thread -----------------------------------------------------------------------
     def _generate_ahead(self, prompts: list, trainer, step: int) -> dict:
-        with carved_matrix_products(self.sm_carveout):
-            out = self.sampler.generate(prompts, trainer)
+        out = self.sampler.generate(prompts, trainer)
         if self.on_generated is not None:  # their paintings start now, while this step still learns
             self.on_generated(prompts, out["completion_ids"], step=step)
         return out
@@ -168,20 +162,3 @@ class OverlappedRollout:
             out = fn(*args)
         self.stream.synchronize()  # done on the card before the next refresh overwrites the copy
         return out
-
-
-@contextlib.contextmanager
-def carved_matrix_products(carveout: int):
-    """While it is held, cuBLAS's matrix products (the judge's, the update's: any thread's launches) are asked to
-    leave `carveout` multiprocessors free, so a decode step's kernels beside them find some (`grpo.
-    overlap_sm_carveout`). A priority stream alone does not: a large product's blocks hold every multiprocessor
-    until it ends, and a decode step's graph beside 8192-square products took 24 ms against 1.5 alone on an H100
-    (benchmarks/probe_decode_linears.py). torch 2.11's carveout is cuBLASLt's SM count target: attach() makes cuBLASLt the library."""
-    if carveout <= 0:
-        yield
-        return
-    torch._C._set_sm_carveout_experimental(carveout)
-    try:
-        yield
-    finally:
-        torch._C._set_sm_carveout_experimental(None)
