@@ -64,8 +64,9 @@ class GRPOSettings:
     generation_prompt_bucket: Count = 256  # compiled: prompts left-padded to a multiple of this, so shapes repeat
     # compiled: how much of the static cache a decode step's attention reads: all of it (whole), the filled
     # positions rounded up to a multiple of 256 (buckets: one compiled step per length), the filled ones (filled:
-    # a Triton kernel; in the trainer faster at batch 64 on an H200 and at batch 8 on an H100), or auto (filled from 8
-    # rows a call on, whole below: salon.train.engine.decode.FILLED_FROM_ROWS). salon.train.engine.decode_attention says how.
+    # a Triton kernel; in the trainer faster at batch 64 on an H200 and at batch 8 on an H100), or auto (filled from
+    # 8 rows a call on, whole below: salon.train.engine.decode.FILLED_FROM_ROWS). salon.train.engine.decode_attention
+    # says how.
     generation_attention: Literal["auto", "buckets", "filled", "whole"] = "auto"
     # compiled: q/k/v and gate/up of each layer as one matrix product each (salon.train.engine.fused_linears); on an
     # H200 at 8 x 2,048 generation took 6.10-6.13 s against 6.65 unfused (the run of commit 6d35098)

@@ -26,8 +26,8 @@ bound (shared/reference/generation-speed.md). This engine owns that path instead
    with attention that reads the KV heads as cached instead of repeating them per query head
    (`grpo.generation_attention: buckets` reads the cache up to the filled positions rounded up to
    a multiple of 256, one compiled step per length; `filled` reads only the filled positions, a
-   group's prompt positions once for the group: on an H200 faster than the whole cache at batch 64 and
-   slower at batch 8, decode_attention.py, docs/training.md's generation engines; `auto`, the
+   group's prompt positions once for the group: faster than the whole cache at batch 64 on an H200 and,
+   in the trainer, at batch 8 on an H100, decode_attention.py, docs/training.md's generation engines; `auto`, the
    default, reads the filled positions in calls of 8 rows or more and the whole cache below).
    Prompts are left-padded to a multiple of `prompt_bucket` tokens, so shapes repeat across steps.
 3. Sampling is TRL's `GenerationConfig` (temperature, top-p, top-k, EOS ids, max_completion_length)
