@@ -78,12 +78,11 @@ def copy_bandwidth() -> float:
     return 2 * src.numel() / ms / 1e9  # TB/s, bytes read and written
 
 
-def beside_products(fn, carveouts, reps: int = 20, products: int = 300) -> list[dict]:
-    """The graph of `fn` replayed on a stream of the highest priority while a stream of the lowest runs
+def beside_products(graph, carveouts, reps: int = 20, products: int = 300) -> list[dict]:
+    """`graph` replayed on a stream of the highest priority while a stream of the lowest runs
     8192-square products (as the overlapped step's judge and update run beside the decode), those products
     launched with cuBLAS told to leave `carveout` multiprocessors free (torch._C._set_sm_carveout_experimental):
     a replay's time, and the products' TFLOP/s alone and beside it."""
-    graph = captured(fn)
     a = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda")
     high, low = torch.cuda.Stream(priority=-5), torch.cuda.Stream(priority=0)
     flop = 2 * 8192 ** 3 * products
@@ -117,7 +116,8 @@ def beside_products(fn, carveouts, reps: int = 20, products: int = 300) -> list[
     return rows
 
 
-def captured(fn):
+def captured(fn) -> torch.cuda.CUDAGraph:
+    """`fn`'s kernels as one CUDA graph (run once first, so lazy setup is not captured)."""
     fn()
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
@@ -127,14 +127,9 @@ def captured(fn):
     return graph
 
 
-def graph_ms(fn, reps: int = 20, beside: bool = False) -> float:
+def graph_ms(graph, reps: int = 20, beside: bool = False) -> float:
     """A replay's time; `beside`: on a stream of the highest priority while a stream of the lowest runs
     8192-square products (as the overlapped step's judge and update run beside the decode)."""
-    fn()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
     for _ in range(3):
         graph.replay()
     torch.cuda.synchronize()
@@ -232,12 +227,13 @@ def main() -> None:
             ways["inductor"] = step(lambda name, x, w: compiled[name](x, w))
         row["step_gb"] = round(step_gb, 3)
         for way, fn in ways.items():
-            ms = graph_ms(fn)
+            graph = captured(fn)
+            ms = graph_ms(graph)
             row[f"step_{way}_ms"] = round(ms, 3)
             row[f"step_{way}_tb_s"] = round(step_gb / ms, 3)
-            row[f"step_{way}_beside_products_ms"] = round(graph_ms(fn, beside=True), 3)
+            row[f"step_{way}_beside_products_ms"] = round(graph_ms(graph, beside=True), 3)
             if args.carveouts and way != "inductor":
-                row[f"step_{way}_beside_carved_products"] = beside_products(fn, args.carveouts)
+                row[f"step_{way}_beside_carved_products"] = beside_products(graph, args.carveouts)
                 print(f"rows {m} {way} beside products:", row[f"step_{way}_beside_carved_products"])
         row["step_speedup"] = round(row["step_cublas_ms"] / row["step_triton_ms"], 3)
         print(f"rows {m}: a step's products ({step_gb:.2f} GB) "

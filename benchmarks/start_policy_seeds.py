@@ -84,10 +84,12 @@ def main(argv: list[str] | None = None) -> int:
     path = ROOT / "benchmarks" / "results" / f"start_policy_seeds_{args.suffix}.json"
     rows = []
     # --report-only keeps the load averages the results file had (a report holds none)
-    earlier = {r["seed"]: r for r in json.loads(path.read_text())["seeds"]} if args.report_only and path.exists() else {}
+    earlier = {r["seed"]: r for r in json.loads(path.read_text())["seeds"]} if args.report_only and path.exists() \
+        else {}
     for seed in args.seeds:
         if args.report_only:
-            loads = (earlier.get(seed, {}).get("load_before"), earlier.get(seed, {}).get("load_after"))
+            was = earlier.get(seed, {})
+            loads = (was.get("load_before"), was.get("load_after"))
             rows.append(seed_row(seed, json.loads((args.out / f"s{seed}" / "start_report.json").read_text()), loads))
         else:
             rows.append(one_seed(seed, args.out, args.render))
