@@ -148,3 +148,18 @@ def test_the_config_refuses_what_staleness_1_cannot_go_with():
                   "num_iterations must be 1"):
         assert words in text
     GRPOSettings(max_staleness=1, generation="transformers")  # and this is fine
+
+
+def test_the_card_splits_only_for_a_decode_beside_the_step():
+    from salon.pool.errors import ConfigError
+    from salon.train.config_grpo import GRPOSettings
+
+    with pytest.raises(ConfigError, match="generation_sms=48 splits the card.*max_staleness=1"):
+        GRPOSettings(max_staleness=0, generation_sms=48)
+    with pytest.raises(ConfigError, match="generation_device='cuda:1' already gives"):
+        GRPOSettings(max_staleness=1, generation_sms=48, generation_device="cuda:1")
+    with pytest.raises(ConfigError, match="generation_sms"):
+        GRPOSettings(max_staleness=1, generation_sms=0)
+    GRPOSettings(max_staleness=1, generation_sms=48)  # fine, and so is auto (it may resolve to 1)
+    GRPOSettings(generation_sms=48)
+

@@ -98,6 +98,10 @@ class GRPOSettings:
     # ("cuda:1", "cpu") = a generation process of its own there, weights sent to it after each update (two cards:
     # generation on one, the judge and the update on the other; salon.train.engine.sampler_process)
     generation_device: str | None = None
+    # with max_staleness 1 on one card: the multiprocessors the decode keeps to itself while the judge and the
+    # update run beside it on the rest (CUDA green contexts, salon.train.engine.sm_partition; the driver rounds
+    # to 8 on Hopper). null: the two share every multiprocessor, the decode on a stream of the highest priority
+    generation_sms: Annotated[int | None, at_least(1)] = None
     # grpo: TRL's GRPOTrainer with salon's engines; trl_async: TRL's AsyncGRPOTrainer, generation on a vLLM server
     # (grpo.vllm_server_base_url), salon's reward in its rollout worker (salon.train.trl_async)
     trainer: Literal["grpo", "trl_async"] = "grpo"
@@ -162,8 +166,13 @@ class GRPOSettings:
     def _staleness_problems(self) -> list[str]:
         """What grpo.max_staleness=1 cannot go with: it overlaps one generation with one optimiser step."""
         if self.max_staleness != 1:
-            return []
+            return [] if self.generation_sms is None or self.max_staleness == "auto" else [
+                f"grpo.generation_sms={self.generation_sms} splits the card between a decode and the step beside "
+                "it: it needs grpo.max_staleness=1"]
         p = []
+        if self.generation_sms is not None and self.generation_device is not None:
+            p.append(f"grpo.generation_sms splits the trainer's card; grpo.generation_device={self.generation_device!r} "
+                     "already gives generation a device of its own: leave generation_sms null")
         if self.generation not in ("auto", "compiled", "transformers"):
             p.append(f"grpo.max_staleness=1 generates with salon's samplers (compiled, transformers), not "
                      f"{self.generation}: TRL's own engines generate inside its step (set max_staleness=0)")

@@ -9,6 +9,7 @@ recipe calls it), generation (the merged copy of the policy, waves, the engine T
 reads: buckets, the filled positions' Triton kernel), decode_sampling (the warpers and sampling of a
 step, exactly generate's), fused_linears (sibling linear maps as one product), sampler_process,
 generation_process and shared_buffers (either engine in a process of its own on grpo.generation_device,
-its weights sent through shared host memory). It stands on
+its weights sent through shared host memory), sm_partition (the card's multiprocessors split between the decode
+and the step beside it, grpo.generation_sms). It stands on
 salon.train.config, salon.train.rollout and salon.train.update; nothing it imports imports it back.
 """

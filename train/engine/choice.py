@@ -73,7 +73,7 @@ def rollout_for(cfg: TrainConfig, sampler):
         return sampler
     from salon.train.engine.overlap import OverlappedRollout
 
-    return OverlappedRollout(sampler, staleness=cfg.grpo.max_staleness)
+    return OverlappedRollout(sampler, staleness=cfg.grpo.max_staleness, generation_sms=cfg.grpo.generation_sms)
 
 
 def generation_kwargs(g) -> dict:

@@ -18,8 +18,13 @@ At step n's rollout call (the trainer holds the weights of n updates, theta_n):
 
 The sampler is read by one thread, its own, always (CUDA graphs and their memory pools are per thread); on
 CUDA that thread decodes on a stream of its own, so the decode's kernels (memory-bound) run beside the
-judge's prefill and the update's (arithmetic-bound) on the default stream. The update corrects for the
-stale sampler with each token's importance weight (salon.train.update.stale_correction).
+judge's prefill and the update's (arithmetic-bound) on the default stream. With `grpo.generation_sms: N` the
+card is split (salon.train.engine.sm_partition): the decode's stream owns N multiprocessors, and while a
+generation runs ahead the trainer's thread works on a stream that owns the rest, so the judge's and the
+update's large kernels cannot hold the decode's multiprocessors (a running block is never preempted, and
+without the split each of a decode step's small kernels waits for one). Between a generation's end and the
+next one's start the trainer has the whole card again. The update corrects for the stale sampler with each
+token's importance weight (salon.train.update.stale_correction).
 
 Per step the rollout logs, as salon/overlap/NAME: `staleness` (0 or 1), `generation_s` (the sampler's own
 time), `wait_s` (how long the step waited for it) and `overlap_s` (generation_s - wait_s: the time the
@@ -51,8 +56,10 @@ class OverlappedRollout:
     """TRL's `rollout_func` that generates one step ahead (see the module doc). `staleness` 0 generates each
     step's completions when TRL asks, through the same sampler and thread."""
 
-    def __init__(self, sampler, staleness: int):
-        self.sampler, self.staleness = sampler, staleness
+    def __init__(self, sampler, staleness: int, generation_sms: int | None = None):
+        self.sampler, self.staleness, self.generation_sms = sampler, staleness, generation_sms
+        self.partition = None  # with generation_sms on CUDA: the decode's and the trainer's parts (attach)
+        self.whole_stream = None  # the trainer thread's stream while it works on its part of the card
         # one thread for the sampler's whole life: torch.compile's CUDA graphs are recorded per thread
         self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="salon-generate")
         self.stream = None  # a CUDA stream of the engine's own, made in its thread on first use
@@ -71,6 +78,12 @@ class OverlappedRollout:
         """Peek one batch ahead of the Trainer's fetches: the first batch of the next optimiser step is the
         next generation's (TRL's RepeatSampler repeats one generation batch over the step's micro-batches)."""
         self.cuda = trainer.accelerator.device.type == "cuda"
+        if self.cuda and self.generation_sms and self.staleness:
+            from salon.train.engine.sm_partition import partitioned_streams
+
+            self.partition = partitioned_streams(self.generation_sms, trainer.accelerator.device)
+            log.info("the card split for the overlapped step: %d multiprocessors decode, %d judge and update",
+                     *self.partition.sms)
         fetch = trainer.get_batch_samples
         peeked: dict = {}  # the iterator of the epoch -> its next batch (None: it had run out)
 
@@ -95,6 +108,7 @@ class OverlappedRollout:
     def close(self) -> None:
         if self.ahead is not None:
             self.ahead[1].cancel()
+        self._trainer_on_whole_card()
         self.thread.shutdown(wait=True)
         if hasattr(self.sampler, "close"):  # a sampler in a process of its own: the process ends
             self.sampler.close()
@@ -106,11 +120,13 @@ class OverlappedRollout:
         t0 = time.perf_counter()
         if ahead is not None and ahead[0] == keys and trainer.model.training:
             out = ahead[1].result()
+            self._trainer_on_whole_card()
             staleness, wait = 1, time.perf_counter() - t0
             self.steps["overlapped"] += 1
         else:
             if ahead is not None:  # generated for other prompts (an evaluation came between): not these
                 ahead[1].result()
+                self._trainer_on_whole_card()
                 log.info("overlapped generation: the prompts generated ahead were not the step's; generating now")
             self.sampler.refresh(trainer)
             out = self._in_thread(self.sampler.generate, prompts, trainer).result()
@@ -122,6 +138,7 @@ class OverlappedRollout:
             self.sampler.refresh(trainer)
             step = trainer.state.global_step + 1  # the step these completions are for
             self.ahead = ([prompt_key(p) for p in nxt], self._in_thread(self._generate_ahead, nxt, trainer, step))
+            self._trainer_on_its_part()
         metrics = out.pop("metrics")
         generated = metrics.get("seconds", wait)
         for name, value in (("staleness", staleness), ("generation_s", generated), ("wait_s", wait),
@@ -131,6 +148,25 @@ class OverlappedRollout:
             trainer._log_metric(f"salon/generation/{name}", float(value))
         self.handed_staleness = staleness
         return out
+
+    # ---- the trainer thread's stream while a generation runs ahead (generation_sms) ----------------------
+    def _trainer_on_its_part(self) -> None:
+        """From here the trainer's thread queues its work on its part of the card, after what it queued so far."""
+        if self.partition is None or self.whole_stream is not None:
+            return
+        self.whole_stream = torch.cuda.current_stream()
+        self.partition.second.wait_stream(self.whole_stream)
+        torch.cuda.set_stream(self.partition.second)
+
+    def _trainer_on_whole_card(self) -> None:
+        """Back to the stream it had, after what it queued on its part. Memory the thread freed meanwhile went
+        back to the pool of the stream it was made on, and work there now waits for the part's: no block is
+        reused while a kernel on the part still reads it."""
+        if self.whole_stream is None:
+            return
+        self.whole_stream.wait_stream(self.partition.second)
+        torch.cuda.set_stream(self.whole_stream)
+        self.whole_stream = None
 
     # ---- the engine's thread -----------------------------------------------------------------------
     def _generate_ahead(self, prompts: list, trainer, step: int) -> dict:
@@ -153,7 +189,9 @@ class OverlappedRollout:
     def _run(self, fn, ready, *args):
         if ready is None:
             return fn(*args)
-        if self.stream is None:
+        if self.stream is None and self.partition is not None:
+            self.stream = self.partition.first  # its own multiprocessors (generation_sms)
+        elif self.stream is None:
             # the highest priority the card offers: a decode step's small kernels go first when the judge's
             # or the update's large ones free a multiprocessor, so the step's longest part is slowed least
             self.stream = torch.cuda.Stream(priority=-100)  # out of range: torch maps it to the highest
