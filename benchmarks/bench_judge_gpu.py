@@ -20,11 +20,6 @@ DIR/bench_judge_gpu.json and a table on stdout.
 `--precision-check` instead builds the model in float32 and compares the shared path with the
 stock forward there (they must agree to float32 rounding), then in bf16, next to the stock path's
 own batch-1 vs batch-8 difference (bf16's noise floor): DIR/bench_judge_precision.json.
-
-`--fp8-check` instead times the judge as the trainer calls it at 64 rollouts (8 groups of 8 paintings,
-4 references each: 512 comparisons in one `judge_many`) with its language model's linears in bf16,
-then again after `quantize_linears` turned them to float8 (`judge.kwargs.quantize: fp8`), side by side,
-and the probabilities' differences: DIR/bench_judge_fp8.json.
 """
 
 from __future__ import annotations
@@ -199,49 +194,11 @@ def precision_check(out: Path, device: str):
     (out / "bench_judge_precision.json").write_text(json.dumps(res, indent=2))
 
 
-def fp8_check(out: Path, device: str):
-    from salon.judges.fp8_linears import quantize_linears
-    from salon.judges.verdict import Reference
-    from salon.judges.vlm_transformers import TransformersJudgeConfig, TransformersPairwiseJudge
-
-    model, processor = build(device)
-    imgs = paintings(96, seed=3)
-    groups = [(imgs[8 * g:8 * g + 8], [Reference.from_image(im, id=f"ref{g}-{i}")
-                                       for i, im in enumerate(imgs[64 + 4 * g:68 + 4 * g])]) for g in range(8)]
-    res = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "comparisons": 512, "rows": {}}
-
-    def run(name):
-        j = TransformersPairwiseJudge.from_loaded(model, processor, TransformersJudgeConfig(
-            model="random-Qwen2.5-VL-7B", device=device))
-        sec, times = timed(lambda: j.judge_many(groups), reps=4, warmup=1)
-        verdicts = [v for g in j.judge_many(groups) for row in g for v in row]
-        probs = np.array([v.p_first for v in verdicts] + [v.p_second for v in verdicts])
-        res["rows"][name] = {"seconds": sec, "all_s": times, "per_64_comparisons_s": sec / 8,
-                             "peak_memory_gib": torch.cuda.max_memory_allocated() / 2**30 if device == "cuda" else None}
-        print(f"{name:6s} 512 comparisons {sec:7.3f} s ({sec / 8:.3f} s per 64)", flush=True)
-        return probs
-
-    bf16 = run("bf16")
-    res["linears_converted"] = quantize_linears(model.model.language_model)
-    if device == "cuda":
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
-    fp8 = run("fp8")
-    diff = np.abs(fp8 - bf16)
-    res.update(bf16_over_fp8=res["rows"]["bf16"]["seconds"] / res["rows"]["fp8"]["seconds"],
-               max_abs_p_diff=float(diff.max()), mean_abs_p_diff=float(diff.mean()),
-               p_spread_bf16=float(bf16.std()), p_bf16=bf16.tolist(), p_fp8=fp8.tolist())
-    print(f"fp8 {res['bf16_over_fp8']:.2f}x as fast; |p_fp8 - p_bf16| max {res['max_abs_p_diff']:.4f}, mean "
-          f"{res['mean_abs_p_diff']:.4f} (p's spread {res['p_spread_bf16']:.4f})", flush=True)
-    (out / "bench_judge_fp8.json").write_text(json.dumps(res, indent=2))
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "out"))
     ap.add_argument("--tiny", action="store_true", help="CPU smoke run of this script with a tiny model")
     ap.add_argument("--precision-check", action="store_true", help="float32 vs bf16 agreement instead of timing")
-    ap.add_argument("--fp8-check", action="store_true", help="the judge at 512 comparisons, bf16 against fp8 linears")
     args = ap.parse_args()
     device = "cpu" if args.tiny else "cuda"
     import_salon()
@@ -249,8 +206,6 @@ def main():
     Path(args.out).mkdir(parents=True, exist_ok=True)
     if args.precision_check:
         return precision_check(Path(args.out), device)
-    if args.fp8_check:
-        return fp8_check(Path(args.out), device)
     from salon.judges.verdict import Reference
     from salon.judges.vlm_transformers import TransformersJudgeConfig, TransformersPairwiseJudge
 

@@ -8,7 +8,7 @@
     scored = judge_group(judge, images, draw)        # scored.scores: one float or None per image
 
 Modules: verdict (Reference, Verdict, Rating, protocols), prompt, vlm_transformers, vlm_shared
-(prefix sharing), fp8_linears (its language model's linears in float8), vlm_vision (its vision tower's windows and host-planned inputs), vlm_openai,
+(prefix sharing), vlm_vision (its vision tower's windows and host-planned inputs), vlm_openai,
 registry, references, winrate, image_judges, adversarial, validate;
 hpsv3 (the HPSv3 reward model: hpsv3_config, hpsv3_rating, hpsv3_remote; its network and prompt
 are salon.models.hpsv3 and hpsv3_prompt), validate_scorer.

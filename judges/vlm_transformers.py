@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 
 SHARING = ("auto", "on", "off")
 DTYPES = ("auto", "bfloat16", "float16", "float32")
-QUANTIZE = ("none", "fp8")
 
 
 @dataclass
@@ -47,9 +46,6 @@ class TransformersJudgeConfig:
     reference_cache: Annotated[int, at_least(0)] = 512  # encoded reference images kept between calls
     # references' prompt prefixes (their LM key/value caches) kept between calls
     prefix_cache: Annotated[int, at_least(0)] = 64
-    # "fp8": the language model's linears in float8 with per-channel and per-token scales (fp8_linears.py):
-    # the prefill's products at twice bfloat16's rate on Hopper, the probabilities a little moved
-    quantize: Literal[QUANTIZE] = "none"
 
     def __post_init__(self):
         problems = field_problems(self)
@@ -100,10 +96,6 @@ class TransformersPairwiseJudge:
             size = dict(getattr(processor.image_processor, "size", None) or {})
             self._image_kwargs["size"] = {**size, "longest_edge": config.max_pixels}
         processor.tokenizer.padding_side = "left"  # the answer position is the last one
-        if config.quantize == "fp8":
-            from salon.judges.fp8_linears import quantize_linears
-
-            quantize_linears(_language_model(model))
         self.answer_ids = self._answer_ids()
         self._runner = self._shared_runner() if config.sharing != "off" else None
         self._refs: OrderedDict = OrderedDict()  # image key -> its encoding
@@ -341,12 +333,3 @@ def image_key(image: Image.Image) -> str:
 
     rgb = as_rgb(image)
     return hashlib.sha256(f"{rgb.size}".encode() + rgb.tobytes()).hexdigest()
-
-
-def _language_model(model):
-    """The decoder whose linears `quantize` converts: the vision tower and the answer head stay as loaded."""
-    lm = getattr(getattr(model, "model", None), "language_model", None)
-    if lm is None:
-        raise JudgeError(f"quantize='fp8' needs the model's language model at .model.language_model, and "
-                         f"{type(model).__name__} has none: use quantize='none'")
-    return lm

@@ -22,7 +22,9 @@ ONE_CALL_FILES = ["bench_train_gpu_h200.json", "bench_train_gpu_64_h200.json", "
 TRAIN_FILES = [*ONE_CALL_FILES, "bench_train_gpu_earlier_h200.json", "bench_train_gpu_64_earlier_h200.json",
                "bench_train_gpu_64_h100.json",  # the overlapped step beside the synchronous one
                # on one machine, one call after the other: the whole cache, then the filled kernel at 8 rows
-               "bench_train_gpu_carveout_h100.json", "bench_train_gpu_filled_h100.json"]
+               "bench_train_gpu_carveout_h100.json", "bench_train_gpu_filled_h100.json",
+               # two calls on one machine: the card split between the decode and the step beside it
+               "bench_train_gpu_split_h100.json"]
 
 
 @pytest.mark.parametrize("name", TRAIN_FILES)
@@ -80,3 +82,11 @@ def test_the_generation_file_has_every_batch_every_engine_its_share():
             # the share is tokens/s over the bound, as written (4 digits)
             assert row["share_of_bound"] == pytest.approx(row["tokens_per_s"] / run["bound_tokens_per_s"],
                                                           abs=1e-3), engine
+
+
+def test_an_overlapped_runs_means_leave_out_the_step_generated_beside_the_compiling_one():
+    rows = [{"step": i + 1, "step_s": s, "staleness": float(i > 0)} for i, s in enumerate([30.0, 7.5, 9.5, 9.3])]
+    assert [r["step"] for r in bench_train_gpu.steady_steps(rows)] == [3, 4]
+    synchronous = [dict(r, staleness=0.0) for r in rows]
+    assert [r["step"] for r in bench_train_gpu.steady_steps(synchronous)] == [2, 3, 4]
+    assert [r["step"] for r in bench_train_gpu.steady_steps(rows[:2])] == [2]  # too few: the last, with a warning

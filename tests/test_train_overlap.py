@@ -15,12 +15,16 @@ About a minute on two cores.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
 from salon.train.engine.overlap import OverlappedRollout
 from salon.train.engine.transformers_sampler import TransformersSampler
 from salon.train.update.stale_correction import importance_weights, install
+
+CONFIGS = Path(__file__).resolve().parent.parent / "train" / "configs"
 
 TOL = 1e-5  # float32 on a CPU: the same operations in the same order, or a KV cache against a full pass
 MAX_NEW = 10
@@ -158,8 +162,21 @@ def test_the_card_splits_only_for_a_decode_beside_the_step():
         GRPOSettings(max_staleness=0, generation_sms=48)
     with pytest.raises(ConfigError, match="generation_device='cuda:1' already gives"):
         GRPOSettings(max_staleness=1, generation_sms=48, generation_device="cuda:1")
-    with pytest.raises(ConfigError, match="generation_sms"):
-        GRPOSettings(max_staleness=1, generation_sms=0)
-    GRPOSettings(max_staleness=1, generation_sms=48)  # fine, and so is auto (it may resolve to 1)
+    for wrong in (0, "half", True):
+        with pytest.raises(ConfigError, match="generation_sms.*give auto, null, or a number"):
+            GRPOSettings(max_staleness=1, generation_sms=wrong)
+    GRPOSettings(max_staleness=1, generation_sms=48)  # fine, and so is staleness auto (it may resolve to 1)
     GRPOSettings(generation_sms=48)
+    GRPOSettings(max_staleness=0)  # auto, the default, splits only where a decode runs beside the step
+    GRPOSettings(max_staleness=1, generation_device="cuda:1")
+
+
+def test_auto_splits_no_card_on_a_cpu():
+    from salon.train.config import load_config
+    from salon.train.engine.choice import resolve_generation
+
+    cfg = load_config(CONFIGS / "smoke.yaml", ["grpo.use_cpu=true"])
+    assert cfg.grpo.generation_sms == "auto"
+    resolve_generation(cfg)
+    assert cfg.grpo.max_staleness == 0 and cfg.grpo.generation_sms is None
 

@@ -2,7 +2,8 @@
 and the guards TRL's engines need. The recipe (salon.train.recipe) calls these in order:
 
     resolve_generation(cfg)                      # auto -> compiled on CUDA with a LoRA, else transformers;
-                                                 # max_staleness auto -> 1 for compiled on CUDA, else 0
+                                                 # max_staleness auto -> 1 for compiled on CUDA, else 0;
+                                                 # generation_sms auto -> a split card where it decodes beside
     check_single_process_engine(cfg, processes)  # refused before anything loads
     GRPOConfig(..., **generation_kwargs(cfg.grpo))
     sampler = generation_engine(cfg)             # what generates: salon's compiled engine, TRL's transformers
@@ -34,6 +35,11 @@ def resolve_generation(cfg: TrainConfig) -> None:
         own_card = (cfg.grpo.generation_device or "").startswith("cuda")
         overlaps = (cfg.grpo.generation == "compiled" and cuda or own_card) and not cfg.grpo.update_per_group
         cfg.grpo.max_staleness = 1 if overlaps else 0
+    if cfg.grpo.generation_sms == "auto":
+        # split where the decode runs beside the step in this process on a card; whether the driver can is known
+        # only there (salon.train.engine.overlap: auto falls back to sharing the card)
+        beside = cfg.grpo.max_staleness == 1 and cuda and cfg.grpo.generation_device is None
+        cfg.grpo.generation_sms = "auto" if beside and not cfg.grpo.update_per_group else None
 
 
 def generation_engine(cfg: TrainConfig):

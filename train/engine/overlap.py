@@ -18,12 +18,14 @@ At step n's rollout call (the trainer holds the weights of n updates, theta_n):
 
 The sampler is read by one thread, its own, always (CUDA graphs and their memory pools are per thread); on
 CUDA that thread decodes on a stream of its own, so the decode's kernels (memory-bound) run beside the
-judge's prefill and the update's (arithmetic-bound) on the default stream. With `grpo.generation_sms: N` the
-card is split (salon.train.engine.sm_partition): the decode's stream owns N multiprocessors, and while a
-generation runs ahead the trainer's thread works on a stream that owns the rest, so the judge's and the
-update's large kernels cannot hold the decode's multiprocessors (a running block is never preempted, and
-without the split each of a decode step's small kernels waits for one). Between a generation's end and the
-next one's start the trainer has the whole card again. The update corrects for the stale sampler with each
+judge's prefill and the update's (arithmetic-bound) on the default stream. With `grpo.generation_sms` (auto:
+half the card) the card is split (salon.train.engine.sm_partition): the decode's stream owns its
+multiprocessors, and from the moment a generation starts ahead until the trainer collects it (its next
+rollout call) the trainer's thread works on a stream that owns the rest, so the judge's and the update's
+large kernels cannot hold the decode's multiprocessors (a running block is never preempted, and without the
+split each of a decode step's small kernels waits for one: on an H100 the decode ran at a third of its
+speed beside them). Outside that window the trainer has the whole card; the decode always has its part
+only (a step generated when TRL asks, the first of an epoch, decodes on it too). The update corrects for the stale sampler with each
 token's importance weight (salon.train.update.stale_correction).
 
 Per step the rollout logs, as salon/overlap/NAME: `staleness` (0 or 1), `generation_s` (the sampler's own
@@ -52,11 +54,33 @@ log = logging.getLogger(__name__)
 _NOTHING = object()
 
 
+def split_card(generation_sms: int | str, device):
+    """The decode's and the trainer's parts of the card (salon.train.engine.sm_partition): `generation_sms`
+    multiprocessors for the decode, or with "auto" half the card's, and None where auto cannot split it."""
+    from salon.train.engine.sm_partition import PartitionError, partitioned_streams
+
+    asked = generation_sms
+    if asked == "auto":
+        total = torch.cuda.get_device_properties(device).multi_processor_count
+        asked = max(8, total // 16 * 8)  # half, in the driver's granules of 8 (Hopper's)
+    try:
+        partition = partitioned_streams(asked, device)
+    except PartitionError as e:
+        if generation_sms != "auto":
+            raise PartitionError(f"grpo.generation_sms={generation_sms}: {e}; set generation_sms auto or null to "
+                                 "share the card") from e
+        log.warning("the card is not split for the overlapped step (%s): the decode shares it", e)
+        return None
+    log.info("the card split for the overlapped step: %d multiprocessors decode, %d judge and update",
+             *partition.sms)
+    return partition
+
+
 class OverlappedRollout:
     """TRL's `rollout_func` that generates one step ahead (see the module doc). `staleness` 0 generates each
     step's completions when TRL asks, through the same sampler and thread."""
 
-    def __init__(self, sampler, staleness: int, generation_sms: int | None = None):
+    def __init__(self, sampler, staleness: int, generation_sms: int | str | None = None):
         self.sampler, self.staleness, self.generation_sms = sampler, staleness, generation_sms
         self.partition = None  # with generation_sms on CUDA: the decode's and the trainer's parts (attach)
         self.whole_stream = None  # the trainer thread's stream while it works on its part of the card
@@ -79,11 +103,7 @@ class OverlappedRollout:
         next generation's (TRL's RepeatSampler repeats one generation batch over the step's micro-batches)."""
         self.cuda = trainer.accelerator.device.type == "cuda"
         if self.cuda and self.generation_sms and self.staleness:
-            from salon.train.engine.sm_partition import partitioned_streams
-
-            self.partition = partitioned_streams(self.generation_sms, trainer.accelerator.device)
-            log.info("the card split for the overlapped step: %d multiprocessors decode, %d judge and update",
-                     *self.partition.sms)
+            self.partition = split_card(self.generation_sms, trainer.accelerator.device)
         fetch = trainer.get_batch_samples
         peeked: dict = {}  # the iterator of the epoch -> its next batch (None: it had run out)
 
