@@ -22,8 +22,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from bench_judge_gpu import import_salon  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
-from probe_decode_linears import LAYER_SHAPES, LAYERS, SHAPES, captured, copy_bandwidth  # noqa: E402
+# benchmarks/ is on sys.path when run as a script
+from bench_judge_gpu import import_salon
+from probe_decode_linears import LAYER_SHAPES, LAYERS, SHAPES, captured, copy_bandwidth
 
 PRODUCT = 8192
 

@@ -60,6 +60,14 @@ def partitioned_streams(first_sms: int, device: int | torch.device | None = None
                              "cuda-bindings (the version of the card's CUDA)") from e
     index = torch.cuda._get_device_index(device, optional=True)  # None or a bare "cuda": the current device
     torch.cuda.init()  # the primary context first: the green contexts retain it
+    try:
+        return _split(driver, index, first_sms, priority)
+    except (AttributeError, TypeError) as e:  # bindings older than green contexts, or of another signature
+        raise PartitionError(f"these CUDA driver bindings cannot split the card ({type(e).__name__}: {e}); "
+                             "cuda-bindings 12.4 or later has green contexts") from e
+
+
+def _split(driver, index: int, first_sms: int, priority: int) -> SmPartition:
     _check(driver.cuInit(0))
     dev = _check(driver.cuDeviceGet(index))
     whole = _check(driver.cuDeviceGetDevResource(dev, driver.CUdevResourceType.CU_DEV_RESOURCE_TYPE_SM))
