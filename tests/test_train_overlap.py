@@ -180,3 +180,26 @@ def test_auto_splits_no_card_on_a_cpu():
     resolve_generation(cfg)
     assert cfg.grpo.max_staleness == 0 and cfg.grpo.generation_sms is None
 
+
+
+def test_a_card_that_cannot_split_fails_a_number_in_words_and_auto_shares_it(monkeypatch, caplog):
+    """The driver is stood in for (a split needs a card); what salon asks of it and does with its answer is real."""
+    import types
+
+    from salon.train.engine import overlap, sm_partition
+
+    asked = []
+
+    def refuse(first_sms, device):
+        asked.append(first_sms)
+        raise sm_partition.PartitionError("CUDA driver: CUDA_ERROR_NOT_SUPPORTED")
+
+    monkeypatch.setattr(sm_partition, "partitioned_streams", refuse)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: types.SimpleNamespace(
+        multi_processor_count=132))
+    with pytest.raises(sm_partition.PartitionError, match="generation_sms=48: CUDA driver.*auto or null"):
+        overlap.split_card(48, "cuda")
+    with caplog.at_level("WARNING"):
+        assert overlap.split_card("auto", "cuda") is None
+    assert asked == [48, 64]  # auto asks for half the card's 132, in granules of 8
+    assert "not split" in caplog.text and "NOT_SUPPORTED" in caplog.text
