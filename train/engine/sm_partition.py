@@ -1,8 +1,8 @@
 """The card's multiprocessors split in two, a CUDA stream on each part (CUDA green contexts).
 
-    decode, trainer = partitioned_streams(decode_sms=48)     # torch.cuda.ExternalStream on each part
-    with torch.cuda.stream(decode):
-        graph.replay()                                        # runs on its 48 multiprocessors only
+    part = partitioned_streams(48)          # part.first, part.second: a torch.cuda.ExternalStream on each part
+    with torch.cuda.stream(part.first):
+        graph.replay()                      # runs on its 48 multiprocessors only (part.sms: what each got)
 
 Beside the judge's and the update's large kernels, a decode step (some 600 small kernels one after
 another) waits for free multiprocessors at each of its kernels: on an H100 the overlapped decode ran at
@@ -49,8 +49,7 @@ class SmPartition:
     _contexts: tuple
 
 
-def partitioned_streams(first_sms: int, device: int | torch.device | None = None,
-                        priority: int = 0) -> SmPartition:
+def partitioned_streams(first_sms: int, device: int | torch.device | None = None) -> SmPartition:
     """Split the device's multiprocessors into `first_sms` (rounded by the driver) and the rest, a
     non-blocking stream on each. Raises PartitionError where the driver or the card cannot."""
     try:
@@ -61,13 +60,13 @@ def partitioned_streams(first_sms: int, device: int | torch.device | None = None
     index = torch.cuda._get_device_index(device, optional=True)  # None or a bare "cuda": the current device
     torch.cuda.init()  # the primary context first: the green contexts retain it
     try:
-        return _split(driver, index, first_sms, priority)
+        return _split(driver, index, first_sms)
     except (AttributeError, TypeError) as e:  # bindings older than green contexts, or of another signature
         raise PartitionError(f"these CUDA driver bindings cannot split the card ({type(e).__name__}: {e}); "
                              "cuda-bindings 12.4 or later has green contexts") from e
 
 
-def _split(driver, index: int, first_sms: int, priority: int) -> SmPartition:
+def _split(driver, index: int, first_sms: int) -> SmPartition:
     _check(driver.cuInit(0))
     dev = _check(driver.cuDeviceGet(index))
     whole = _check(driver.cuDeviceGetDevResource(dev, driver.CUdevResourceType.CU_DEV_RESOURCE_TYPE_SM))
@@ -80,7 +79,9 @@ def _split(driver, index: int, first_sms: int, priority: int) -> SmPartition:
     for resource in (part, rest):
         desc = _check(driver.cuDevResourceGenerateDesc([resource], 1))
         ctx = _check(driver.cuGreenCtxCreate(desc, dev, int(driver.CUgreenCtxCreate_flags.CU_GREEN_CTX_DEFAULT_STREAM)))
-        stream = _check(driver.cuGreenCtxStreamCreate(ctx, int(driver.CUstream_flags.CU_STREAM_NON_BLOCKING), priority))
+        # the default priority: each part's multiprocessors are its own, no other stream competes for them
+        flags = int(driver.CUstream_flags.CU_STREAM_NON_BLOCKING)
+        stream = _check(driver.cuGreenCtxStreamCreate(ctx, flags, 0))
         contexts.append(ctx)
         streams.append(torch.cuda.ExternalStream(int(stream), device=torch.device("cuda", index)))
     return SmPartition(streams[0], streams[1], (part.sm.smCount, rest.sm.smCount), tuple(contexts))
