@@ -44,7 +44,8 @@ render.gpu=off is off whatever --gpu-render or --render-paths say, and such a va
 file asked for is written again after each run, so a call killed at its time limit keeps the runs it finished.
 Per engine or variant, the JSON holds steady-state means (`steady_steps`: the first step, which loads and
 compiles, left out, and in an overlapped run the second too, whose generation ran beside the first; give an
-overlapped run --steps 4 for two steady steps) of:
+overlapped run --steps 4 for two steady steps, and one at grpo.max_staleness=2, whose first three steps are left
+out and whose steps alternate, --steps 7 for two whole pairs) of:
   step_s          one optimiser step, first micro-step to after the optimizer's update
   generation_s    TRL's `_generate` (tokenize, generate, decode)
   tokens_per_s    completion tokens generated / generation_s
@@ -59,10 +60,12 @@ overlapped run --steps 4 for two steady steps) of:
   optimisation_s  step_s minus TRL's whole rollout (`_generate_and_score_completions`: generation,
                   reward, log-prob passes): the loss's forward and backward and the update
   peak_memory_gib torch.cuda.max_memory_allocated over the engine's run (0 on a CPU)
-  staleness       grpo.max_staleness as it ran: 1 where the step's completions were generated during the
-                  step before (salon.train.engine.overlap), 0 where TRL asked for them and waited
+  staleness       the updates between the weights that sampled a step's completions and the step's (salon.
+                  train.engine.overlap): 1 where they were generated during the step before, 2 for the second
+                  step of a batch decoded for two, 0 where TRL asked for them and waited
   overlap_s       the time the generation ran while the trainer worked on the step before (0 synchronous);
-                  with staleness 1 generation_s is the sampler's own time and its wait is step_s's share
+                  with staleness 1 or 2 generation_s is the sampler's own time (a batch's shared by its steps)
+                  and its wait is step_s's share
   rollouts_per_s  completions generated, painted, judged and learned from a second: rows / step_s
 The printout (and `--steps-json`) adds, per step, pairwise_judge_s (judge_s's pairwise judge alone:
 the rest of it is the CPU-side image judges, decoding and the records), judge_ahead_s (the later
@@ -281,15 +284,19 @@ def run_engine(args, engine: str, variant: list[str] | None, gpu_render: str) ->
 
 
 def steady_steps(steps: list[dict]) -> list[dict]:
-    """The steps a run's means are taken over. The first loads and compiles. In an overlapped run so is the
-    second left out: its completions were generated beside the first, a step several times a steady one's
-    length, so it hardly waits for them (on an H100 at 8 x 2,048: 7.6-7.9 s against 9.5-9.6 for the third)."""
-    warmup = 2 if any(s["staleness"] > 0 for s in steps) else 1
+    """The steps a run's means are taken over. The first loads and compiles. In an overlapped run so are the
+    steps generated beside it left out, as many as its staleness (the batch started at the first step): they
+    hardly wait for their completions (on an H100 at 8 x 2,048, staleness 1: 7.6-7.9 s against 9.5-9.6 for the
+    third). At staleness 2 the steps alternate, one beside the decode of the next two steps' rows and one with
+    the card to itself: whole pairs are kept, the earliest odd step left out."""
+    stale = int(max((s["staleness"] for s in steps), default=0))
+    warmup = 1 + stale
     if len(steps) <= warmup:
-        print(f"warning: {len(steps)} steps hold no steady one (an overlapped run needs --steps 4 for two): "
+        print(f"warning: {len(steps)} steps hold no steady one (the first {warmup} warm up at staleness {stale}): "
               "the means include warm-up steps", flush=True)
         return steps[-1:]
-    return steps[warmup:]
+    steady = steps[warmup:]
+    return steady[len(steady) % stale:] if stale > 1 and len(steady) >= stale else steady
 
 
 def steady_mean(part: dict) -> dict:

@@ -3,7 +3,7 @@ and audit, and the overlapped step's learning beside the synchronous loop's.
 
     python benchmarks/learn_tiny.py --pairs 2:3 3:4 5:6 7:8 11:12  # 5 pairs + the hack run; writes benchmarks/results/
     python benchmarks/learn_tiny.py --pairs 0:1 --no-hack            # one pair
-    python benchmarks/learn_tiny.py --pairs 2:3 3:4 5:6 --no-hack --staleness 0 1 \
+    python benchmarks/learn_tiny.py --pairs 2:3 3:4 5:6 --no-hack --staleness 0 1 2 \
         --synchronous-pairs 2:3 3:4 5:6 7:8 11:12                                  # learn_tiny_overlap_cpu.json
     python benchmarks/learn_tiny.py --report-only ...                # recompute the results from runs/ already there
                                                                      # (a run that finished is never trained again)
@@ -20,11 +20,12 @@ the first fifth of the steps against the last fifth. Writes
                                     reward_best_first, reward_best_last, gate_pass_first, gate_pass_last,
                                     judge_mean_first, judge_mean_last}   (seeds: the [start, training] pairs;
                                    the figures are means over the pairs; each pair's in learn_tiny_<suffix>_seeds.json)
-    learn_tiny_overlap_<suffix>.json   with --staleness 0 1: {device, seeds, steps, staleness: {N: the keys above,
-                                   and each pair's rise of the group mean and best (last fifth - first)}, rise_within:
-                                   whether every pair's rises at staleness 1 lie within the synchronous pairs' range
+    learn_tiny_overlap_<suffix>.json   with --staleness 0 1 2: {device, seeds, steps, staleness: {N: the keys above,
+                                   and each pair's rise of the group mean and best (last fifth - first); at N > 0
+                                   rise_within: whether every pair's rises lie within the synchronous pairs' range
                                    (synchronous_rise_range; --synchronous-pairs: more pairs than the overlapped ones),
-                                   rise_difference: each pair run both ways, its rises at 1 less those at 0}
+                                   rise_difference: each pair run both ways, its rises at N less those at 0},
+                                   and staleness 1's rise_within and rise_difference at the top}
     learn_tiny_hack_<suffix>.json  {device, steps, proxy_first, proxy_last, oracle_first, oracle_last,
                                     alarms, best_by_proxy, best_by_oracle}   (from salon eval and audit)
     learn_tiny_<suffix>_curves.png, learn_tiny_<suffix>_grid.png, learn_tiny_hack_<suffix>_curves.png,
@@ -156,9 +157,9 @@ def start_policy(start: int) -> Path:
 
 
 def run_name(pair: tuple[int, int], staleness: int | None) -> str:
-    """learn-tiny-pS-T; -stale1 for the overlapped step (learn_tiny.yaml's auto staleness is 0: its policy has
-    no LoRA, so it generates with TRL's transformers generate, overlapped only when asked)."""
-    return f"learn-tiny-p{pair[0]}-{pair[1]}" + ("-stale1" if staleness == 1 else "")
+    """learn-tiny-pS-T; -staleN for the overlapped step at staleness N (learn_tiny.yaml's auto staleness is 0: its
+    policy has no LoRA, so it generates with TRL's transformers generate, overlapped only when asked)."""
+    return f"learn-tiny-p{pair[0]}-{pair[1]}" + (f"-stale{staleness}" if staleness else "")
 
 
 def train_pairs(pairs: list[tuple[int, int]], staleness: int | None, report_only: bool, overrides: list[str],
@@ -224,15 +225,20 @@ def overlap(pairs: list[tuple[int, int]], levels: list[int], out: Path, suffix: 
     result = {"device": device_label(overrides), "seeds": [list(p) for p in pairs],
               "steps": next(iter(by_level.values()))["pairs"][f"s{pairs[0][0]}-t{pairs[0][1]}"]["steps"],
               "staleness": by_level}
-    if {"0", "1"} <= by_level.keys():
+    if "0" in by_level:
         sync = by_level["0"]["rises"].values()
         span = {m: (min(r[m] for r in sync), max(r[m] for r in sync)) for m in ("mean", "best")}
-        result["rise_within"] = {m: all(span[m][0] <= r[m] <= span[m][1] for r in by_level["1"]["rises"].values())
-                                 for m in ("mean", "best")}
+        for level in (k for k in by_level if k != "0"):  # each overlapped level against the synchronous range
+            rises = by_level[level]["rises"]
+            both = by_level["0"]["rises"].keys() & rises.keys()
+            by_level[level]["rise_within"] = {m: all(span[m][0] <= r[m] <= span[m][1] for r in rises.values())
+                                              for m in ("mean", "best")}
+            by_level[level]["rise_difference"] = {k: {m: rises[k][m] - by_level["0"]["rises"][k][m]
+                                                      for m in ("mean", "best")} for k in sorted(both)}
         result["synchronous_rise_range"] = span
-        both = by_level["0"]["rises"].keys() & by_level["1"]["rises"].keys()
-        result["rise_difference"] = {k: {m: by_level["1"]["rises"][k][m] - by_level["0"]["rises"][k][m]
-                                         for m in ("mean", "best")} for k in sorted(both)}
+        if "1" in by_level:  # the first overlapped level's, at the top as this file has always had them
+            result["rise_within"] = by_level["1"]["rise_within"]
+            result["rise_difference"] = by_level["1"]["rise_difference"]
     (out / f"learn_tiny_overlap_{suffix}.json").write_text(json.dumps(result, indent=2) + "\n")
     return result
 

@@ -24,7 +24,11 @@ TRAIN_FILES = [*ONE_CALL_FILES, "bench_train_gpu_earlier_h200.json", "bench_trai
                # on one machine, one call after the other: the whole cache, then the filled kernel at 8 rows
                "bench_train_gpu_carveout_h100.json", "bench_train_gpu_filled_h100.json",
                # two calls on one machine: the card split between the decode and the step beside it
-               "bench_train_gpu_split_h100.json"]
+               "bench_train_gpu_split_h100.json",
+               # three calls on one machine: two steps' rows decoded as one batch (grpo.max_staleness=2)
+               "bench_train_gpu_stale2_h100.json"]
+# files of several calls whose every row's steps are in its steps file
+MERGED_CALL_FILES = ["bench_train_gpu_split_h100.json", "bench_train_gpu_stale2_h100.json"]
 
 
 @pytest.mark.parametrize("name", TRAIN_FILES)
@@ -72,6 +76,16 @@ def test_a_one_call_file_holds_the_earlier_settings_beside_salons_and_each_rows_
         assert row == pytest.approx(means, abs=1e-6), engine
 
 
+@pytest.mark.parametrize("name", MERGED_CALL_FILES)
+def test_a_merged_files_rows_are_the_means_of_their_steady_steps(name):
+    report = json.loads((RESULTS / name).read_text())
+    runs = json.loads(steps_file(name).read_text())["runs"]
+    for engine, row in report["engines"].items():
+        (label,) = [label for label in runs if label.split("@")[0] == engine]
+        means = bench_train_gpu.steady_mean({"steps": runs[label], "peak_memory_gib": row["peak_memory_gib"]})
+        assert row == pytest.approx(means, abs=1e-6), engine
+
+
 def test_the_generation_file_has_every_batch_every_engine_its_share():
     report = json.loads((RESULTS / "bench_generate_gpu_h200.json").read_text())
     assert list(report) == ["device", "runs"]
@@ -90,3 +104,12 @@ def test_an_overlapped_runs_means_leave_out_the_step_generated_beside_the_compil
     synchronous = [dict(r, staleness=0.0) for r in rows]
     assert [r["step"] for r in bench_train_gpu.steady_steps(synchronous)] == [2, 3, 4]
     assert [r["step"] for r in bench_train_gpu.steady_steps(rows[:2])] == [2]  # too few: the last, with a warning
+
+
+def test_a_staleness_2_runs_means_leave_out_the_first_pair_and_keep_whole_pairs():
+    # step 1 generated when asked; steps 2 and 3 beside it; then a step beside the next pair's decode and one
+    # that waited for it, by turns
+    stale = [0.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0]
+    rows = [{"step": i + 1, "step_s": 7.0, "staleness": s} for i, s in enumerate(stale)]
+    assert [r["step"] for r in bench_train_gpu.steady_steps(rows)] == [4, 5, 6, 7]
+    assert [r["step"] for r in bench_train_gpu.steady_steps(rows[:6])] == [5, 6]  # an odd count: its first left out

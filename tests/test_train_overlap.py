@@ -8,6 +8,8 @@ completions a step, 4 prompts x 2), a reward that is a plain function of the tex
 - staleness 1 with an unchanged policy (learning rate 0): every importance weight is 1 within 1e-5;
 - staleness 1 learning: the weights move off 1, within the cap; each step but an epoch's first was
   generated a step ahead; the data order is the synchronous loop's;
+- staleness 2: two steps' prompts decoded as one batch, the steps 1 then 2 updates stale (1 where an epoch
+  ends first); every weight 1 with an unchanged policy, off 1 when it learns; the data order kept;
 - the compiled engine's recorded log-probs are TRL's log-prob pass's within 1e-5;
 - importance_weights' cap and the config's refusals.
 About a minute on two cores.
@@ -50,7 +52,7 @@ def run(policy, out, staleness: int | None, steps: int, **config):
         seen.append(([p[-1]["content"] for p in prompts], [c[0]["content"] for c in completions]))
         return [float(len(c[0]["content"]) % 7) for c in completions]
 
-    rollout = None if staleness is None else OverlappedRollout(TransformersSampler(copy=staleness == 1), staleness)
+    rollout = None if staleness is None else OverlappedRollout(TransformersSampler(copy=bool(staleness)), staleness)
     trainer = tiny_grpo_trainer(policy, out, PROMPTS, rollout, chars, MAX_NEW, max_steps=steps, **config)
     if rollout is not None:
         rollout.attach(trainer)
@@ -109,6 +111,47 @@ def test_staleness_1_learning_keeps_the_data_order_and_corrects(policy, tmp_path
     assert stale_seen[1][1] != sync_seen[1][1]  # step 2 was sampled by the policy before step 1's update
 
 
+def test_staleness_2_with_an_unchanged_policy_weighs_every_token_1(policy, tmp_path):
+    trainer, seen, rollout = run(policy, tmp_path / "still", 2, steps=5, learning_rate=0.0)
+    # step 1 generated when asked; steps 2 and 3 as one batch beside it; step 4 alone beside step 3 (its epoch
+    # ends there: 4 steps an epoch); step 5 starts an epoch
+    assert logged(trainer, "salon/overlap/staleness") == [0.0, 1.0, 2.0, 1.0, 0.0]
+    assert rollout.steps == {"overlapped": 3, "synchronous": 2}
+    low, high = logged(trainer, "salon/overlap/importance_weight_min"), logged(trainer, "salon/overlap/importance_weight_max")
+    assert len(low) == len(high) == 3
+    assert all(abs(w - 1) < TOL for w in low + high)
+    # the batch's seconds shared by its two steps; the kept step did not wait
+    seconds, waits = logged(trainer, "salon/overlap/generation_s"), logged(trainer, "salon/overlap/wait_s")
+    assert seconds[1] == pytest.approx(seconds[2], rel=1e-6) and seconds[1] > 0
+    assert waits[2] < 0.05
+
+
+def test_staleness_2_learning_keeps_the_data_order_and_corrects(policy, tmp_path):
+    sync, sync_seen, _ = run(policy, tmp_path / "sync", 0, steps=4)
+    stale, stale_seen, rollout = run(policy, tmp_path / "stale", 2, steps=4)
+    assert [p for p, _ in stale_seen] == [p for p, _ in sync_seen]  # peeking two steps ahead moves no prompt
+    assert logged(stale, "salon/overlap/staleness") == [0.0, 1.0, 2.0, 1.0]
+    low, high = logged(stale, "salon/overlap/importance_weight_min"), logged(stale, "salon/overlap/importance_weight_max")
+    # step 3's rows were sampled by the policy before step 1's update: two updates behind when learned from
+    assert max(abs(w - 1) for w in (low[1], high[1])) > 1e-3
+    assert all(0 < w <= 3.0 for w in low + high)
+    assert stale_seen[2][1] != sync_seen[2][1]
+
+
+def test_a_batch_generated_for_two_steps_is_cut_between_them():
+    from salon.train.engine.overlap import split_generation
+
+    whole = {"prompt_ids": [[1], [2], [3], [4]], "completion_ids": [[5], [6], [7], [8]],
+             "logprobs": [[-0.1], [-0.2], [-0.3], [-0.4]], "metrics": {"seconds": 6.0, "tokens_per_s": 2.0}}
+    first, second = split_generation(whole, [["a", "a"], ["b", "b"]], wait=1.0)
+    assert first.out["completion_ids"] == [[5], [6]] and second.out["completion_ids"] == [[7], [8]]
+    assert second.out["logprobs"] == [[-0.3], [-0.4]] and second.out["prompt_ids"] == [[3], [4]]
+    assert (first.staleness, second.staleness) == (1, 2)
+    assert first.seconds == second.seconds == pytest.approx(3.0, abs=1e-9)
+    assert first.overlap == second.overlap == pytest.approx(2.5, abs=1e-9)  # (6 - 1) / 2
+    assert first.out["metrics"] == {"seconds": 6.0, "tokens_per_s": 2.0} and second.out["metrics"] == {}
+
+
 def test_compiled_engine_records_trls_log_probs(policy, tmp_path):
     from salon.train.engine.generation import CompiledGeneration
     from salon.train.engine.transformers_sampler import sampler_logprobs
@@ -158,7 +201,7 @@ def test_the_card_splits_only_for_a_decode_beside_the_step():
     from salon.pool.errors import ConfigError
     from salon.train.config_grpo import GRPOSettings
 
-    with pytest.raises(ConfigError, match="generation_sms=48 splits the card.*max_staleness=1"):
+    with pytest.raises(ConfigError, match="generation_sms=48 splits the card.*max_staleness 1 or 2"):
         GRPOSettings(max_staleness=0, generation_sms=48)
     with pytest.raises(ConfigError, match="generation_device='cuda:1' already gives"):
         GRPOSettings(max_staleness=1, generation_sms=48, generation_device="cuda:1")

@@ -90,8 +90,11 @@ class GRPOSettings:
     # truncated importance sampling on the log-probs recorded at generation; 0 = each step generates, then scores,
     # then updates. Auto: 1 for the compiled engine on CUDA (on an H100 at 8 x 2,048 with the card split,
     # generation_sms below, steady steps of 8.61-8.67 s against 10.0-10.4 synchronous: docs/training.md), 0 elsewhere
-    # (a CPU's cores are the paintings'). Deeper queues would need a second copy of the policy: not offered.
-    max_staleness: Literal[("auto", 0, 1)] = "auto"
+    # (a CPU's cores are the paintings'). 2 = the next two steps' completions decoded as one batch by the
+    # policy before this step's update (staleness 1 then 2), the step after it learning with the card to itself:
+    # a decode of few rows costs little more at twice the rows (on an H100 at 8 x 2,048, 7.26-7.31 s against
+    # 8.62 at 1: lora_1gpu.yaml sets it; unmeasured at 64 rows, where the cache would double).
+    max_staleness: Literal[("auto", 0, 1, 2)] = "auto"
     # each token's importance weight pi_now / pi_sampler is cut at this (TRL's vllm_importance_sampling_clip_max,
     # its token_truncate mode); it enters the loss through the advantage (TRL accepts (B, T) advantages)
     importance_sampling_cap: Annotated[float, Range(1, says="a cap below 1 would shrink on-policy tokens")] = 3.0
@@ -99,7 +102,7 @@ class GRPOSettings:
     # ("cuda:1", "cpu") = a generation process of its own there, weights sent to it after each update (two cards:
     # generation on one, the judge and the update on the other; salon.train.engine.sampler_process)
     generation_device: str | None = None
-    # with max_staleness 1 on one card: the multiprocessors the decode keeps to itself while the judge and the
+    # with max_staleness 1 or 2 on one card: the multiprocessors the decode keeps to itself while the judge and the
     # update run beside it on the rest (CUDA green contexts, salon.train.engine.sm_partition; the driver rounds
     # to 8 on Hopper). auto: half the card's, where the overlapped step decodes in the training process on CUDA,
     # and shared where the driver cannot split (on an H100 at 8 x 2,048, steady steps of 8.61-8.67 s against
@@ -168,27 +171,27 @@ class GRPOSettings:
         return p
 
     def _staleness_problems(self) -> list[str]:
-        """What grpo.max_staleness=1 cannot go with: it overlaps one generation with one optimiser step."""
+        """What grpo.max_staleness 1 or 2 cannot go with: it overlaps generations with optimiser steps."""
         sms = self.generation_sms
         if sms is not None and sms != "auto" and (isinstance(sms, bool) or not isinstance(sms, int) or sms < 1):
             return [f"grpo.generation_sms={sms!r}: give auto, null, or a number of multiprocessors (1 or more)"]
         split = isinstance(sms, int)  # asked for by number: auto splits only where it can
-        if self.max_staleness != 1:
+        if self.max_staleness in ("auto", 0):
             return [f"grpo.generation_sms={sms} splits the card between a decode and the step beside it: it "
-                    "needs grpo.max_staleness=1"] if split and self.max_staleness == 0 else []
-        p = []
+                    "needs grpo.max_staleness 1 or 2"] if split and self.max_staleness == 0 else []
+        p, asked = [], f"grpo.max_staleness={self.max_staleness}"
         if split and self.generation_device is not None:
             p.append(f"grpo.generation_sms={sms} splits the trainer's card; grpo.generation_device="
                      f"{self.generation_device!r} already gives generation a device of its own: leave "
                      "generation_sms auto or null")
         if self.generation not in ("auto", "compiled", "transformers"):
-            p.append(f"grpo.max_staleness=1 generates with salon's samplers (compiled, transformers), not "
+            p.append(f"{asked} generates with salon's samplers (compiled, transformers), not "
                      f"{self.generation}: TRL's own engines generate inside its step (set max_staleness=0)")
         if self.update_per_group:
-            p.append("grpo.max_staleness=1 and grpo.update_per_group both reorder the step: choose one")
+            p.append(f"{asked} and grpo.update_per_group both reorder the step: choose one")
         if self.generation_batch_size is not None or self.steps_per_generation is not None:
-            p.append("grpo.max_staleness=1 generates one optimiser step's completions at a time: leave "
+            p.append(f"{asked} generates optimiser steps' completions itself: leave "
                      "grpo.generation_batch_size and grpo.steps_per_generation unset")
         if self.extra.get("num_iterations", 1) != 1:
-            p.append("grpo.max_staleness=1 learns once from each generation: grpo.extra.num_iterations must be 1")
+            p.append(f"{asked} learns once from each generation: grpo.extra.num_iterations must be 1")
         return p

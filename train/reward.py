@@ -83,7 +83,7 @@ class RewardAdapter:
         self.scorer, self.render, self.run, self.process = scorer, render, run, process
         self.recorder = recorder or Recorder(scorer.components, process=process)
         self.planner = planner or Planner(scorer.seed)
-        # per step (this one, and the next while grpo.max_staleness=1 generates it during this one): its
+        # per step (this one, and the next ones while grpo.max_staleness 1 or 2 generates them during it): its
         # renders, planned samples and those judged ahead of their own reward call (StepPaintings)
         self._steps: dict[int, StepPaintings] = {}
         self._steps_lock = threading.Lock()

@@ -38,7 +38,7 @@ def resolve_generation(cfg: TrainConfig) -> None:
     if cfg.grpo.generation_sms == "auto":
         # split where the decode runs beside the step in this process on a card; whether the driver can is known
         # only there (salon.train.engine.overlap: auto falls back to sharing the card)
-        beside = cfg.grpo.max_staleness == 1 and cuda and cfg.grpo.generation_device is None
+        beside = cfg.grpo.max_staleness in (1, 2) and cuda and cfg.grpo.generation_device is None
         cfg.grpo.generation_sms = "auto" if beside and not cfg.grpo.update_per_group else None
 
 
@@ -60,7 +60,7 @@ def generation_engine(cfg: TrainConfig):
     if cfg.grpo.generation == "transformers":
         from salon.train.engine.transformers_sampler import TransformersSampler
 
-        return TransformersSampler(copy=cfg.grpo.max_staleness == 1)
+        return TransformersSampler(copy=cfg.grpo.max_staleness in (1, 2))
     return None
 
 

@@ -1,12 +1,12 @@
-"""The overlapped step (`grpo.max_staleness: 1`): step n+1's completions are generated while step n's are
-painted, judged and learned from.
+"""The overlapped step (`grpo.max_staleness: 1` or `2`): the next steps' completions are generated while step n's
+are painted, judged and learned from.
 
     rollout = OverlappedRollout(sampler, staleness=1)   # sampler: CompiledGeneration or TransformersSampler
     trainer = GRPOTrainer(..., rollout_func=rollout)
-    rollout.attach(trainer)                             # peeks the next step's prompts as the Trainer fetches
+    rollout.attach(trainer)                             # peeks the next steps' prompts as the Trainer fetches
     install_stale_correction(trainer, rollout)          # salon.train.update.stale_correction
 
-At step n's rollout call (the trainer holds the weights of n updates, theta_n):
+At step n's rollout call (the trainer holds the weights of n updates, theta_n), with staleness 1:
 
 1. the completions for step n's prompts are taken from the generation started at step n-1 (sampled by
    theta_{n-1}: staleness 1), or generated now if none was started for these prompts (the first step, the
@@ -15,6 +15,14 @@ At step n's rollout call (the trainer holds the weights of n updates, theta_n):
    that moment, and TRL's update cannot start before the copies are queued), and the next step's prompts,
    peeked from the Trainer's data iterator, start generating in the engine's thread;
 3. step n's completions go back to TRL, which paints, judges and updates while that thread decodes.
+
+With staleness 2 the next two steps' prompts are decoded as one batch by theta_n, beside step n: step n+1
+takes its rows (staleness 1), step n+2 the rest (staleness 2), and only then does the next batch start, by
+theta_{n+2}, beside step n+2. A decode of few rows is bound by its kernels' latency more than by the bytes it
+reads, so twice the rows cost far less than two decodes (on an H100 a decode step's matrix products took
+1.53 ms at 8 rows and 1.68 at 64: results/probe_decode_linears_h100.json); step n+1 learns with the card
+to itself. No second copy of the weights: one batch generates at a time, from the copy
+refreshed just before it.
 
 The sampler is read by one thread, its own, always (CUDA graphs and their memory pools are per thread); on
 CUDA that thread decodes on a stream of its own, so the decode's kernels (memory-bound) run beside the
@@ -28,9 +36,10 @@ speed beside them). Outside that window the trainer has the whole card; the deco
 only (a step generated when TRL asks, the first of an epoch, decodes on it too). The update corrects for
 the stale sampler with each token's importance weight (salon.train.update.stale_correction).
 
-Per step the rollout logs, as salon/overlap/NAME: `staleness` (0 or 1), `generation_s` (the sampler's own
+Per step the rollout logs, as salon/overlap/NAME: `staleness` (0, 1 or 2), `generation_s` (the sampler's own
 time), `wait_s` (how long the step waited for it) and `overlap_s` (generation_s - wait_s: the time the
-generation ran while the trainer worked). The importance weights are logged by stale_correction.
+generation ran while the trainer worked); a batch of two steps' rows gives each step half its seconds and
+half its overlap. The importance weights are logged by stale_correction.
 
 Why a thread and not a process: the sampler is already a copy of the weights on the same card (the compiled
 engine's merged copy), the refresh is an in-place copy between two tensors of one process, and the decode
@@ -45,6 +54,7 @@ import functools
 import logging
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 
 import torch
 
@@ -76,9 +86,39 @@ def split_card(generation_sms: int | str, device):
     return partition
 
 
+@dataclass
+class Generated:
+    """One step's completions (`out`: the sampler's fields, row by row) with what is logged for them: the
+    updates between the weights that sampled them and the step's (0: generated when TRL asked), and their share
+    of the generation's seconds and of its time beside the trainer's work."""
+
+    keys: list[str]
+    out: dict
+    staleness: int
+    seconds: float
+    overlap: float
+
+
+def split_generation(whole: dict, keys: list[list[str]], wait: float) -> list[Generated]:
+    """A batch generated ahead for len(keys) steps, cut into each step's rows; the i-th is i + 1 updates stale
+    when handed (one step after another). The batch's seconds and its overlap (its seconds less the first step's
+    wait for it) are shared evenly; its own metrics go with the first step."""
+    metrics = whole.pop("metrics")
+    seconds = metrics.get("seconds", wait)
+    share, overlap = seconds / len(keys), max(0.0, seconds - wait) / len(keys)
+    parts, start = [], 0
+    for i, step_keys in enumerate(keys):
+        end = start + len(step_keys)
+        out = {name: rows[start:end] for name, rows in whole.items()}
+        out["metrics"] = metrics if i == 0 else {}
+        parts.append(Generated(step_keys, out, i + 1, share, overlap))
+        start = end
+    return parts
+
+
 class OverlappedRollout:
-    """TRL's `rollout_func` that generates one step ahead (see the module doc). `staleness` 0 generates each
-    step's completions when TRL asks, through the same sampler and thread."""
+    """TRL's `rollout_func` that generates `staleness` steps ahead in one batch (see the module doc). `staleness` 0
+    generates each step's completions when TRL asks, through the same sampler and thread."""
 
     def __init__(self, sampler, staleness: int, generation_sms: int | str | None = None):
         self.sampler, self.staleness, self.generation_sms = sampler, staleness, generation_sms
@@ -88,8 +128,10 @@ class OverlappedRollout:
         self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="salon-generate")
         self.stream = None  # a CUDA stream of the engine's own, made in its thread on first use
         self.cuda = False  # whether the trainer (and so the sampler) is on CUDA: set by attach
-        self.ahead: tuple[list[str], Future] | None = None  # (prompt keys, generation) of the next step
-        self.next_prompts: list | None = None  # the next step's prompts, as peeked
+        # (each step's prompt keys, their generation as one batch) of the next steps
+        self.ahead: tuple[list[list[str]], Future] | None = None
+        self.kept: list[Generated] = []  # the later steps' completions of a batch already handed in part
+        self.next_prompts: list[list] | None = None  # the next `staleness` steps' prompts, as peeked
         # what the last call handed TRL: its staleness (stale_correction reads it)
         self.handed_staleness = 0
         self.steps = {"overlapped": 0, "synchronous": 0}
@@ -99,28 +141,34 @@ class OverlappedRollout:
 
     # ---- wiring ------------------------------------------------------------------------------------
     def attach(self, trainer) -> None:
-        """Peek one batch ahead of the Trainer's fetches: the first batch of the next optimiser step is the
-        next generation's (TRL's RepeatSampler repeats one generation batch over the step's micro-batches)."""
+        """Peek ahead of the Trainer's fetches, to the first batch of each of the next `staleness` optimiser steps:
+        it is that step's generation (TRL's RepeatSampler repeats one generation batch over a step's
+        micro-batches). What is peeked is handed back, in order, as the Trainer fetches it."""
         self.cuda = trainer.accelerator.device.type == "cuda"
         if self.cuda and self.generation_sms and self.staleness:
             self.partition = split_card(self.generation_sms, trainer.accelerator.device)
         fetch = trainer.get_batch_samples
-        peeked: dict = {}  # the iterator of the epoch -> its next batch (None: it had run out)
+        peeked: dict = {}  # the iterator of the epoch -> the batches fetched from it ahead (None: it ran out)
 
         @functools.wraps(fetch)
         def fetching(epoch_iterator, num_batches, device):
-            held = peeked.pop(epoch_iterator, _NOTHING)
+            held = peeked.pop(epoch_iterator, [])
             peeked.clear()  # an earlier epoch's iterator is done with
-            if held is _NOTHING:
-                batches = fetch(epoch_iterator, num_batches, device)[0]
-            elif held is None:
-                batches = []
-            else:
-                batches = [held] + fetch(epoch_iterator, num_batches - 1, device)[0]
-            nxt = fetch(epoch_iterator, 1, device)[0]
-            peeked[epoch_iterator] = nxt[0] if nxt else None
-            # None at an epoch's last step: the next epoch's first step generates when TRL asks
-            self.next_prompts = [row["prompt"] for row in nxt[0]] if nxt else None
+            ran_out = None in held
+            ahead = [b for b in held if b is not None]
+            batches, ahead = ahead[:num_batches], ahead[num_batches:]
+            if len(batches) < num_batches and not ran_out:
+                batches += fetch(epoch_iterator, num_batches - len(batches), device)[0]
+            # the first batch of each of the next `staleness` steps
+            want = (max(self.staleness, 1) - 1) * num_batches + 1
+            while len(ahead) < want and not ran_out:
+                nxt = fetch(epoch_iterator, 1, device)[0]
+                ahead += nxt[:1]
+                ran_out = not nxt
+            peeked[epoch_iterator] = ahead + [None] * ran_out
+            # none past an epoch's end: the next epoch's first step generates when TRL asks
+            self.next_prompts = [[row["prompt"] for row in ahead[j]]
+                                 for j in range(0, min(want, len(ahead)), num_batches)] or None
             return batches, trainer._get_num_items_in_batch(batches, device)
 
         trainer.get_batch_samples = fetching
@@ -128,6 +176,7 @@ class OverlappedRollout:
     def close(self) -> None:
         if self.ahead is not None:
             self.ahead[1].cancel()
+        self.kept = []
         self._trainer_on_whole_card()
         self.thread.shutdown(wait=True)
         if hasattr(self.sampler, "close"):  # a sampler in a process of its own: the process ends
@@ -137,11 +186,19 @@ class OverlappedRollout:
     def __call__(self, prompts: list, trainer) -> dict:
         keys = [prompt_key(p) for p in prompts]
         ahead, self.ahead = self.ahead, None
+        kept, self.kept = self.kept, []
         t0 = time.perf_counter()
-        if ahead is not None and ahead[0] == keys and trainer.model.training:
-            out = ahead[1].result()
+        training = trainer.model.training
+        if kept and kept[0].keys == keys and training:  # generated with the step before's batch
+            part, self.kept = kept[0], kept[1:]
+            out, wait = part.out, time.perf_counter() - t0
+            self.steps["overlapped"] += 1
+        elif ahead is not None and ahead[0][0] == keys and training:
+            whole = ahead[1].result()
             self._trainer_on_whole_card()
-            staleness, wait = 1, time.perf_counter() - t0
+            wait = time.perf_counter() - t0
+            part, *self.kept = split_generation(whole, ahead[0], wait)
+            out = part.out
             self.steps["overlapped"] += 1
         else:
             if ahead is not None:  # generated for other prompts (an evaluation came between): not these
@@ -150,23 +207,24 @@ class OverlappedRollout:
                 log.info("overlapped generation: the prompts generated ahead were not the step's; generating now")
             self.sampler.refresh(trainer)
             out = self._in_thread(self.sampler.generate, prompts, trainer).result()
-            staleness, wait = 0, time.perf_counter() - t0
+            wait = time.perf_counter() - t0
+            part = Generated(keys, out, staleness=0, seconds=out["metrics"].get("seconds", wait), overlap=0.0)
             self.steps["synchronous"] += 1
-        if self.staleness and trainer.model.training and self.next_prompts is not None:
-            nxt, self.next_prompts = self.next_prompts, None
+        if self.staleness and training and not self.kept and self.next_prompts:
+            nxt, self.next_prompts = self.next_prompts[:self.staleness], None
             # here, in the trainer's thread, before TRL's update can write the weights the copy is made from
             self.sampler.refresh(trainer)
-            step = trainer.state.global_step + 1  # the step these completions are for
-            self.ahead = ([prompt_key(p) for p in nxt], self._in_thread(self._generate_ahead, nxt, trainer, step))
+            step = trainer.state.global_step + 1  # the step the first of them is for
+            self.ahead = ([[prompt_key(p) for p in step_prompts] for step_prompts in nxt],
+                          self._in_thread(self._generate_ahead, nxt, trainer, step))
             self._trainer_on_its_part()
-        metrics = out.pop("metrics")
-        generated = metrics.get("seconds", wait)
-        for name, value in (("staleness", staleness), ("generation_s", generated), ("wait_s", wait),
-                            ("overlap_s", max(0.0, generated - wait) if staleness else 0.0)):
+        metrics = out.pop("metrics", {})
+        for name, value in (("staleness", part.staleness), ("generation_s", part.seconds), ("wait_s", wait),
+                            ("overlap_s", part.overlap)):
             trainer._log_metric(f"salon/overlap/{name}", float(value))
         for name, value in metrics.items():
             trainer._log_metric(f"salon/generation/{name}", float(value))
-        self.handed_staleness = staleness
+        self.handed_staleness = part.staleness
         return out
 
     # ---- the trainer thread's stream while a generation runs ahead (generation_sms) ----------------------
@@ -189,10 +247,15 @@ class OverlappedRollout:
         self.whole_stream = None
 
     # ---- the engine's thread -----------------------------------------------------------------------
-    def _generate_ahead(self, prompts: list, trainer, step: int) -> dict:
-        out = self.sampler.generate(prompts, trainer)
+    def _generate_ahead(self, steps: list[list], trainer, step: int) -> dict:
+        """The completions of one or more steps' prompts (`steps`, the first for `step`), decoded as one batch."""
+        out = self.sampler.generate([p for step_prompts in steps for p in step_prompts], trainer)
         if self.on_generated is not None:  # their paintings start now, while this step still learns
-            self.on_generated(prompts, out["completion_ids"], step=step)
+            start = 0
+            for offset, step_prompts in enumerate(steps):
+                end = start + len(step_prompts)
+                self.on_generated(step_prompts, out["completion_ids"][start:end], step=step + offset)
+                start = end
         return out
 
     def _in_thread(self, fn, *args) -> Future:

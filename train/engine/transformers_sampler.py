@@ -46,7 +46,7 @@ class TransformersSampler:
             return
         t0 = time.perf_counter()
         if trainer.is_deepspeed_enabled or trainer.is_fsdp_enabled:
-            raise ConfigError(["grpo.max_staleness=1 samples from a whole copy of the policy: not with DeepSpeed or "
+            raise ConfigError(["grpo.max_staleness 1 or 2 samples from a whole copy of the policy: not with DeepSpeed or "
                                "FSDP sharding (use grpo.max_staleness=0)"], "salon train")
         trained = trainer.accelerator.unwrap_model(trainer.model)
         with torch.no_grad():

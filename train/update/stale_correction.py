@@ -1,4 +1,4 @@
-"""The update's correction for completions sampled by the policy one update ago (`grpo.max_staleness: 1`).
+"""The update's correction for completions sampled by the policy an update or two ago (`grpo.max_staleness`).
 
     install(trainer, rollout, cap=3.0)   # the recipe does, after salon.train.engine.overlap's rollout is attached
 
