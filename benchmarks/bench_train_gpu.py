@@ -90,6 +90,7 @@ SwiftShader's, same engine, same run.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import functools
 import json
 import os
@@ -410,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
 
     refs = Path(args.out) / "refs"
     if args.one:
+        faulthandler.enable()  # a run that dies of a signal leaves every thread's Python stack in its output
         Path(args.part).write_text(json.dumps(run_engine(args, args.one, variants.get(args.one), args.one_render)))
         return 0
 
@@ -444,10 +446,16 @@ def main(argv: list[str] | None = None) -> int:
             cmd = [sys.executable, __file__, *(argv if argv is not None else sys.argv[1:]), "--one", engine,
                    "--one-render", gpu_render, "--part", str(part), "--out", args.out]
             t0 = time.perf_counter()
-            if subprocess.run(cmd).returncode != 0:
+            part.unlink(missing_ok=True)
+            code = subprocess.run(cmd).returncode
+            if code != 0 and not part.is_file():
                 print(f"{label}: the run failed (its output is above)", flush=True)
                 failed.append(label)
                 continue
+            if code != 0:  # its figures were written: they are kept, and the exit is told
+                print(f"{label}: the run wrote its figures, then its process exited with {code} (its output is "
+                      "above)", flush=True)
+                failed.append(label)
             shutil.rmtree(run_dir(args, engine, gpu_render), ignore_errors=True)  # its checkpoint and archive
             result = json.loads(part.read_text())
             if result["render_gpu"] != ran:  # the config as the run loaded it has the last word

@@ -137,3 +137,31 @@ def test_rows_and_files_name_what_ran_and_a_variant_that_sets_it_runs_once(tmp_p
     assert sorted(json.loads(steps.read_text())["runs"]) == ["as_filed@render.gpu=off", "compiled@render.gpu=off",
                                                              "compiled@render.gpu=on"]
     assert list(json.loads(side.read_text())["render_paths"]) == ["off"]  # as_filed's, written last
+
+
+def test_a_run_that_wrote_its_figures_and_then_died_keeps_them_and_the_call_fails(tmp_path, monkeypatch, capsys):
+    """A run's process killed by a signal after it wrote its part (a crash in the interpreter's teardown) keeps
+    its row, said so; one that wrote nothing has none; either makes the call fail."""
+    config = str(Path(bench.REPO) / "train" / "configs" / "lora_1gpu.yaml")
+
+    def one_run(cmd, **_):
+        at = {k: cmd[cmd.index(k) + 1] for k in ("--one", "--part")}
+        if at["--one"] == "wrote":
+            row = {"step": 1, **{k: 1.0 for k in bench.KEYS if k != "peak_memory_gib"}}
+            Path(at["--part"]).parent.mkdir(parents=True, exist_ok=True)
+            Path(at["--part"]).write_text(json.dumps({
+                "steps": [row, {**row, "step": 2}], "peak_memory_gib": 0.0, "render_gl": ["swiftshader"],
+                "render_waits": {}, "profile": None, "render_gpu": "off"}))
+            return argparse.Namespace(returncode=-11)
+        return argparse.Namespace(returncode=1)
+
+    monkeypatch.setattr(bench.subprocess, "run", one_run)
+    monkeypatch.setattr(bench, "render_references", lambda folder, gpu: folder)
+    out = tmp_path / "r.json"
+    assert bench.main(["--config", config, "--engines", "", "--variant", "wrote", "render.gpu=off",
+                       "--variant", "nothing", "render.gpu=off", "--json", str(out),
+                       "--out", str(tmp_path / "out")]) == 1
+    assert list(json.loads(out.read_text())["engines"]) == ["wrote"]
+    said = capsys.readouterr().out
+    assert "wrote@render.gpu=off: the run wrote its figures, then its process exited with -11" in said
+    assert "nothing@render.gpu=off: the run failed" in said

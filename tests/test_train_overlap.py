@@ -138,6 +138,25 @@ def test_staleness_2_learning_keeps_the_data_order_and_corrects(policy, tmp_path
     assert stale_seen[2][1] != sync_seen[2][1]
 
 
+def test_nothing_is_generated_ahead_for_steps_past_the_last(policy, tmp_path, monkeypatch):
+    rows = []
+    generate = TransformersSampler.generate
+
+    def counting(self, prompts, trainer):
+        rows.append(len(prompts))
+        return generate(self, prompts, trainer)
+
+    monkeypatch.setattr(TransformersSampler, "generate", counting)
+    run(policy, tmp_path / "two", 2, steps=3)
+    assert rows == [8, 16]  # step 1 when asked, steps 2 and 3 as one batch, nothing for a step 4
+    rows.clear()
+    run(policy, tmp_path / "one", 2, steps=2)
+    assert rows == [8, 8]  # one step left after the first: its rows alone
+    rows.clear()
+    run(policy, tmp_path / "stale1", 1, steps=2)
+    assert rows == [8, 8]
+
+
 def test_a_batch_generated_for_two_steps_is_cut_between_them():
     from salon.train.engine.overlap import split_generation
 

@@ -116,7 +116,7 @@ def test_a_trainer_overlapped_through_the_process(policy, served, tmp_path):
     trainer, rollout, learning = train(policy, tmp_path / "learning", sampler, learning_rate=0.05)
     assert max(abs(w - 1) for w in learning) > 1e-3  # the process was one update behind
     assert all(0 < w <= 3.0 for w in learning)
-    rollout.thread.shutdown(wait=True)  # the generation running ahead for a fourth step
+    rollout.thread.shutdown(wait=True)  # nothing runs ahead past the last step: the engine is idle
     pid = sampler.pid
     os.kill(pid, signal.SIGKILL)  # a process that dies (the kernel's out-of-memory killer, say)
     with pytest.raises(GenerationProcessError) as dead:

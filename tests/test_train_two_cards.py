@@ -91,7 +91,7 @@ def train(policy, out, sampler: ProcessSampler, learning_rate: float):
     try:
         trainer.train()
     finally:
-        rollout.thread.shutdown(wait=True)  # the generation running ahead for a fourth step
+        rollout.thread.shutdown(wait=True)
         del sampler.refresh, sampler.generate
     assert logged(trainer, "salon/overlap/staleness") == [0.0, 1.0, 1.0]
     weights = logged(trainer, "salon/overlap/importance_weight_min") + logged(trainer, "salon/overlap/importance_weight_max")
@@ -101,17 +101,18 @@ def train(policy, out, sampler: ProcessSampler, learning_rate: float):
 
 def test_the_compiled_engine_in_a_process_samples_from_the_trainers_weights(policy, sampler, tmp_path):
     trainer, refreshes, generations, weights = train(policy, tmp_path / "learning", sampler, learning_rate=0.05)
-    assert sorted(refreshes) == [0, 1, 2]  # before the first step and after each update that a generation follows
+    # before the first step and after each update that a generation follows (none for a fourth step)
+    assert sorted(refreshes) == [0, 1]
     for step, (process, trainers) in refreshes.items():
         assert largest_gap(process, trainers) < TOL, step
-    assert largest_gap(refreshes[0][1], refreshes[2][1]) > 1e-3  # the trainer moved: the refreshes carried it
+    assert largest_gap(refreshes[0][1], refreshes[1][1]) > 1e-3  # the trainer moved: the refreshes carried it
     assert max(abs(w - 1) for w in weights) > 1e-3 and all(0 < w <= 3.0 for w in weights)  # one update behind
     assert sampler.placement["device"] == "cpu" and sampler.placement["engine"] == "compiled"
     assert sampler.placement["compile"] is False and sampler.placement["fused_groups"] > 0
     assert sampler.placement["pid"] == sampler.pid != os.getpid()
     assert set(logged(trainer, "salon/generation/decode_loop")) == {1.0}  # the static decoder's loop sampled
     assert logged(trainer, "salon/generation/refresh_s") and logged(trainer, "salon/generation/decode_s")
-    assert len(generations) == 4 and all(len(g["completion_ids"]) == 8 for g in generations)
+    assert len(generations) == 3 and all(len(g["completion_ids"]) == 8 for g in generations)
 
     pid = sampler.pid
     still, _, generations, weights = train(policy, tmp_path / "still", sampler, learning_rate=0.0)

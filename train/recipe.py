@@ -350,7 +350,7 @@ def train(cfg: TrainConfig) -> dict:
         if trainer is not None:
             close_progress(trainer)
         if trainer is not None and hasattr(trainer.rollout_func, "close"):
-            trainer.rollout_func.close()  # the engine's thread, a generation still running ahead
+            trainer.rollout_func.close()  # the engine's thread (a generation running ahead of a run stopped early)
         render.close()  # Ray actors go (and a local cluster this run started), sessions close
     rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
     summary = {"output_dir": str(out), "global_step": trainer.state.global_step,

@@ -210,8 +210,10 @@ class OverlappedRollout:
             wait = time.perf_counter() - t0
             part = Generated(keys, out, staleness=0, seconds=out["metrics"].get("seconds", wait), overlap=0.0)
             self.steps["synchronous"] += 1
-        if self.staleness and training and not self.kept and self.next_prompts:
-            nxt, self.next_prompts = self.next_prompts[:self.staleness], None
+        # none for steps past the last: a decode nothing would take, running on into the trainer's teardown
+        after = trainer.state.max_steps - trainer.state.global_step - 1 if trainer.state.max_steps > 0 else self.staleness
+        if self.staleness and training and not self.kept and self.next_prompts and after > 0:
+            nxt, self.next_prompts = self.next_prompts[:min(self.staleness, after)], None
             # here, in the trainer's thread, before TRL's update can write the weights the copy is made from
             self.sampler.refresh(trainer)
             step = trainer.state.global_step + 1  # the step the first of them is for
