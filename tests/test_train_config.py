@@ -98,8 +98,7 @@ def test_the_h200_recipe_is_the_measured_64_row_setup():
     measured_row = ["render.gl=vulkan-icd", "render.workers=4", "render.trainer_cores=2",
                     "grpo.generation_attention=filled", "grpo.gradient_checkpointing=false",
                     "grpo.torch_compile=true", "reward.judge_as_rendered=false"]
-    # 64 rows a step: two steps' rows in one decode (lora_1gpu.yaml's staleness 2, measured at 8) is not measured
-    bench_sizes = ["grpo.gradient_accumulation_steps=8", "grpo.max_completion_length=2048", "grpo.max_staleness=auto"]
+    bench_sizes = ["grpo.gradient_accumulation_steps=8", "grpo.max_completion_length=2048"]
     recipe = load_config(CONFIGS / "lora_h200_64.yaml", ["output_dir=runs/x"])
     row = load_config(CONFIGS / "lora_1gpu.yaml", ["output_dir=runs/x", *bench_sizes, *measured_row])
     assert recipe == row
