@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import itertools
 import logging
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -61,7 +62,6 @@ import torch
 from salon.train.rollout import prompt_key
 
 log = logging.getLogger(__name__)
-_NOTHING = object()
 
 
 def split_card(generation_sms: int | str, device):
@@ -106,14 +106,18 @@ def split_generation(whole: dict, keys: list[list[str]], wait: float) -> list[Ge
     metrics = whole.pop("metrics")
     seconds = metrics.get("seconds", wait)
     share, overlap = seconds / len(keys), max(0.0, seconds - wait) / len(keys)
-    parts, start = [], 0
-    for i, step_keys in enumerate(keys):
-        end = start + len(step_keys)
-        out = {name: rows[start:end] for name, rows in whole.items()}
+    parts = []
+    for i, (step_keys, rows) in enumerate(zip(keys, step_rows(keys))):
+        out = {name: values[rows] for name, values in whole.items()}
         out["metrics"] = metrics if i == 0 else {}
         parts.append(Generated(step_keys, out, i + 1, share, overlap))
-        start = end
     return parts
+
+
+def step_rows(steps: list[list]) -> list[slice]:
+    """Where each step's rows lie in a batch of the steps' rows one after another."""
+    ends = list(itertools.accumulate(len(step) for step in steps))
+    return [slice(end - len(step), end) for step, end in zip(steps, ends)]
 
 
 class OverlappedRollout:
@@ -211,7 +215,8 @@ class OverlappedRollout:
             part = Generated(keys, out, staleness=0, seconds=out["metrics"].get("seconds", wait), overlap=0.0)
             self.steps["synchronous"] += 1
         # none for steps past the last: a decode nothing would take, running on into the trainer's teardown
-        after = trainer.state.max_steps - trainer.state.global_step - 1 if trainer.state.max_steps > 0 else self.staleness
+        state = trainer.state
+        after = state.max_steps - state.global_step - 1 if state.max_steps > 0 else self.staleness
         if self.staleness and training and not self.kept and self.next_prompts and after > 0:
             nxt, self.next_prompts = self.next_prompts[:min(self.staleness, after)], None
             # here, in the trainer's thread, before TRL's update can write the weights the copy is made from
@@ -253,11 +258,8 @@ class OverlappedRollout:
         """The completions of one or more steps' prompts (`steps`, the first for `step`), decoded as one batch."""
         out = self.sampler.generate([p for step_prompts in steps for p in step_prompts], trainer)
         if self.on_generated is not None:  # their paintings start now, while this step still learns
-            start = 0
-            for offset, step_prompts in enumerate(steps):
-                end = start + len(step_prompts)
-                self.on_generated(step_prompts, out["completion_ids"][start:end], step=step + offset)
-                start = end
+            for offset, (step_prompts, rows) in enumerate(zip(steps, step_rows(steps))):
+                self.on_generated(step_prompts, out["completion_ids"][rows], step=step + offset)
         return out
 
     def _in_thread(self, fn, *args) -> Future:
