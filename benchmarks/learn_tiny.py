@@ -22,10 +22,13 @@ the first fifth of the steps against the last fifth. Writes
                                    the figures are means over the pairs; each pair's in learn_tiny_<suffix>_seeds.json)
     learn_tiny_overlap_<suffix>.json   with --staleness 0 1 2: {device, seeds, steps, staleness: {N: the keys above,
                                    and each pair's rise of the group mean and best (last fifth - first); at N > 0
-                                   rise_within: whether every pair's rises lie within the synchronous pairs' range
-                                   (synchronous_rise_range; --synchronous-pairs: more pairs than the overlapped ones),
-                                   rise_difference: each pair run both ways, its rises at N less those at 0},
-                                   and staleness 1's rise_within and rise_difference at the top}
+                                   (against_synchronous) rise: the level's, the mean over its pairs; rise_within:
+                                   whether it lies within the synchronous pairs' range (synchronous_rise_range;
+                                   --synchronous-pairs: more pairs than the overlapped ones); pairs_outside and
+                                   pairs_outside_expected: the pairs whose own rise lies outside it, and how many
+                                   would with no difference at all; rise_difference: each pair run both ways, its
+                                   rises at N less those at 0, and rise_difference_mean: their mean and its 95 %
+                                   interval's half-width}, and staleness 1's rise_within and rise_difference at the top}
     learn_tiny_hack_<suffix>.json  {device, steps, proxy_first, proxy_last, oracle_first, oracle_last,
                                     alarms, best_by_proxy, best_by_oracle}   (from salon eval and audit)
     learn_tiny_<suffix>_curves.png, learn_tiny_<suffix>_grid.png, learn_tiny_hack_<suffix>_curves.png,
@@ -210,6 +213,41 @@ def learn(pairs: list[tuple[int, int]], out: Path, suffix: str, report_only: boo
     return result
 
 
+# two-sided 95 % points of Student's t by degrees of freedom; past 10, the normal's with a 1/df correction
+T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
+
+
+def against_synchronous(sync: dict[str, dict], rises: dict[str, dict]) -> dict:
+    """One overlapped level's rises against the synchronous pairs' (each {pair: {"mean": rise, "best": rise}}).
+
+    rise_within: the level's rise (the mean over its pairs) lies within the synchronous pairs' range, as
+    issue 57 asks. pairs_outside counts the pairs whose own rise lies outside that range, beside what no
+    difference at all would give: a draw from the synchronous runs' own distribution falls outside the range
+    of n of them with chance 2/(n+1), so 5 pairs against 5 leave 1.7 outside on average, and all 5 lie
+    within only 22 % of the time (a per-pair rule fails a loop that learns exactly alike). rise_difference:
+    each pair run both ways, its rise here less the synchronous one; rise_difference_mean: their mean and
+    the half-width of its 95 % interval (Student's t), the size of difference these pairs can tell apart.
+    """
+    span = {m: (min(r[m] for r in sync.values()), max(r[m] for r in sync.values())) for m in ("mean", "best")}
+    level = {m: sum(r[m] for r in rises.values()) / len(rises) for m in ("mean", "best")}
+    both = sorted(sync.keys() & rises.keys())
+    diffs = {k: {m: rises[k][m] - sync[k][m] for m in ("mean", "best")} for k in both}
+    summary = {}
+    for m in ("mean", "best"):
+        d = [diffs[k][m] for k in both]
+        mean = sum(d) / len(d) if d else None
+        df = len(d) - 1
+        sd = (sum((x - mean) ** 2 for x in d) / df) ** 0.5 if df > 0 else None
+        t = T95.get(df, 1.96 + 2.4 / max(df, 1))
+        summary[m] = {"mean": mean, "ci95": t * sd / len(d) ** 0.5 if df > 0 else None}
+    return {"rise": level,
+            "rise_within": {m: span[m][0] <= level[m] <= span[m][1] for m in ("mean", "best")},
+            "pairs_outside": {m: sum(not span[m][0] <= r[m] <= span[m][1] for r in rises.values())
+                              for m in ("mean", "best")},
+            "pairs_outside_expected": len(rises) * 2 / (len(sync) + 1),
+            "rise_difference": diffs, "rise_difference_mean": summary}
+
+
 def overlap(pairs: list[tuple[int, int]], levels: list[int], out: Path, suffix: str, report_only: bool,
             overrides: list[str], parallel: int, synchronous: list[tuple[int, int]] | None = None) -> dict:
     """learn_tiny at each grpo.max_staleness in `levels`, every pair (level 0: the `synchronous` pairs, by
@@ -226,16 +264,11 @@ def overlap(pairs: list[tuple[int, int]], levels: list[int], out: Path, suffix: 
               "steps": next(iter(by_level.values()))["pairs"][f"s{pairs[0][0]}-t{pairs[0][1]}"]["steps"],
               "staleness": by_level}
     if "0" in by_level:
-        sync = by_level["0"]["rises"].values()
-        span = {m: (min(r[m] for r in sync), max(r[m] for r in sync)) for m in ("mean", "best")}
-        for level in (k for k in by_level if k != "0"):  # each overlapped level against the synchronous range
-            rises = by_level[level]["rises"]
-            both = by_level["0"]["rises"].keys() & rises.keys()
-            by_level[level]["rise_within"] = {m: all(span[m][0] <= r[m] <= span[m][1] for r in rises.values())
-                                              for m in ("mean", "best")}
-            by_level[level]["rise_difference"] = {k: {m: rises[k][m] - by_level["0"]["rises"][k][m]
-                                                      for m in ("mean", "best")} for k in sorted(both)}
-        result["synchronous_rise_range"] = span
+        sync = by_level["0"]["rises"]
+        result["synchronous_rise_range"] = {m: (min(r[m] for r in sync.values()), max(r[m] for r in sync.values()))
+                                            for m in ("mean", "best")}
+        for level in (k for k in by_level if k != "0"):  # each overlapped level against the synchronous pairs
+            by_level[level].update(against_synchronous(sync, by_level[level]["rises"]))
         if "1" in by_level:  # the first overlapped level's, at the top as this file has always had them
             result["rise_within"] = by_level["1"]["rise_within"]
             result["rise_difference"] = by_level["1"]["rise_difference"]

@@ -116,3 +116,23 @@ def test_a_staleness_2_runs_means_leave_out_the_first_pair_and_keep_whole_pairs(
     rows = [{"step": i + 1, "step_s": 7.0, "staleness": s} for i, s in enumerate(stale)]
     assert [r["step"] for r in bench_train_gpu.steady_steps(rows)] == [4, 5, 6, 7]
     assert [r["step"] for r in bench_train_gpu.steady_steps(rows[:6])] == [5, 6]  # an odd count: its first left out
+
+
+def test_an_overlapped_level_is_judged_by_its_mean_rise_and_its_paired_differences():
+    import learn_tiny
+
+    sync = {f"p{i}": {"mean": r, "best": r / 2} for i, r in enumerate([0.05, 0.10, 0.15])}
+    # two pairs outside the range, the level's mean inside it: what chance alone gives two times in three
+    level = {"p0": {"mean": 0.02, "best": 0.01}, "p1": {"mean": 0.16, "best": 0.08}, "p2": {"mean": 0.11, "best": 0.06}}
+    got = learn_tiny.against_synchronous(sync, level)
+    assert got["rise"]["mean"] == pytest.approx(0.29 / 3, abs=1e-12)
+    assert got["rise_within"] == {"mean": True, "best": True}
+    assert got["pairs_outside"] == {"mean": 2, "best": 2}
+    assert got["pairs_outside_expected"] == pytest.approx(1.5, abs=1e-12)  # 3 pairs x 2/(3+1)
+    assert got["rise_difference"]["p0"]["mean"] == pytest.approx(-0.03, abs=1e-12)
+    diffs = [-0.03, 0.06, -0.04]  # mean -0.00333, sample sd 0.05508; t(2) = 4.303
+    assert got["rise_difference_mean"]["mean"]["mean"] == pytest.approx(-0.01 / 3, abs=1e-12)
+    assert got["rise_difference_mean"]["mean"]["ci95"] == pytest.approx(4.303 * 0.055076 / 3 ** 0.5, abs=1e-4)
+    assert sum(diffs) / 3 == pytest.approx(got["rise_difference_mean"]["mean"]["mean"], abs=1e-12)
+    below = learn_tiny.against_synchronous(sync, {k: {"mean": 0.01, "best": 0.2} for k in sync})
+    assert below["rise_within"] == {"mean": False, "best": False}  # under the range, and over it
