@@ -21,7 +21,8 @@ the first fifth of the steps against the last fifth. Writes
                                     judge_mean_first, judge_mean_last}   (seeds: the [start, training] pairs;
                                    the figures are means over the pairs; each pair's in learn_tiny_<suffix>_seeds.json)
     learn_tiny_overlap_<suffix>.json   with --staleness 0 1 2: {device, seeds, steps, staleness: {N: the keys above,
-                                   and each pair's rise of the group mean and best (last fifth - first); at N > 0
+                                   and each pair's rise of the group mean and best (last fifth - first), each
+                                   pair's falls (the step each collapse alarm first rang) and runs_that_fell; at N > 0
                                    (against_synchronous) rise: the level's, the mean over its pairs; rise_within:
                                    whether it lies within the synchronous pairs' range (synchronous_rise_range;
                                    --synchronous-pairs: more pairs than the overlapped ones); pairs_outside and
@@ -90,6 +91,18 @@ def per_step(run_dir: Path) -> list[dict]:
                     "gate_pass": float(g["gate_passed"].mean()),
                     "judge": float(judged.mean()) if len(judged) else float("nan")})
     return out
+
+
+def falls(run_dir: Path) -> dict[str, int]:
+    """The steps where the run's collapse alarms first fired (salon.train.record.audit_collapse: the reward or the
+    gate's pass rate fell from its best window), by alarm, from the last checkpoint's log; {} where none did."""
+    checkpoints = sorted(run_dir.glob("checkpoint-*/trainer_state.json"), key=lambda f: int(f.parent.name[11:]))
+    first: dict[str, int] = {}
+    for row in json.loads(checkpoints[-1].read_text())["log_history"] if checkpoints else []:
+        for key in row:
+            if key.startswith("salon/alarm/") and key.endswith("_falls_from_best"):
+                first.setdefault(key[len("salon/alarm/"):], int(row["step"]))
+    return first
 
 
 def fifths(steps: list[dict]) -> dict:
@@ -190,9 +203,9 @@ def train_pairs(pairs: list[tuple[int, int]], staleness: int | None, report_only
         key = f"s{pair[0]}-t{pair[1]}"
         steps[key] = per_step(run_dir)
         figures[key] = {**fifths(steps[key]), "minutes": float((run_dir / "minutes.txt").read_text()),
-                        "steps": len(steps[key])}
+                        "steps": len(steps[key]), "falls": falls(run_dir)}
         print(f"{key}{'' if staleness is None else f' staleness {staleness}'}: "
-              + json.dumps({k: round(v, 4) for k, v in figures[key].items()}), flush=True)
+              + json.dumps({k: v if k == "falls" else round(v, 4) for k, v in figures[key].items()}), flush=True)
     return steps, figures
 
 
@@ -259,7 +272,8 @@ def overlap(pairs: list[tuple[int, int]], levels: list[int], out: Path, suffix: 
                                  parallel)
         rises = {k: {"mean": f["reward_mean_last"] - f["reward_mean_first"],
                      "best": f["reward_best_last"] - f["reward_best_first"]} for k, f in figures.items()}
-        by_level[str(level)] = {**means(figures), "pairs": figures, "rises": rises}
+        by_level[str(level)] = {**means(figures), "pairs": figures, "rises": rises,
+                                "runs_that_fell": sorted(k for k, f in figures.items() if f["falls"])}
     result = {"device": device_label(overrides), "seeds": [list(p) for p in pairs],
               "steps": next(iter(by_level.values()))["pairs"][f"s{pairs[0][0]}-t{pairs[0][1]}"]["steps"],
               "staleness": by_level}

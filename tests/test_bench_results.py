@@ -136,3 +136,20 @@ def test_an_overlapped_level_is_judged_by_its_mean_rise_and_its_paired_differenc
     assert sum(diffs) / 3 == pytest.approx(got["rise_difference_mean"]["mean"]["mean"], abs=1e-12)
     below = learn_tiny.against_synchronous(sync, {k: {"mean": 0.01, "best": 0.2} for k in sync})
     assert below["rise_within"] == {"mean": False, "best": False}  # under the range, and over it
+
+
+def test_a_runs_falls_are_the_first_steps_its_collapse_alarms_rang_in_its_last_checkpoint(tmp_path):
+    import learn_tiny
+
+    def checkpoint(step, history):
+        folder = tmp_path / f"checkpoint-{step}"
+        folder.mkdir()
+        (folder / "trainer_state.json").write_text(json.dumps({"log_history": history}))
+
+    checkpoint(4, [{"step": 1, "salon/alarm/reward_falls_from_best": 1.0}])  # an earlier checkpoint: not read
+    checkpoint(12, [{"step": 9, "salon/alarm/coverage": 1.0},  # an alarm that is no fall
+                    {"step": 10, "salon/alarm/gate_pass_falls_from_best": 1.0},
+                    {"step": 11, "salon/alarm/gate_pass_falls_from_best": 1.0,
+                     "salon/alarm/reward_falls_from_best": 1.0}])
+    assert learn_tiny.falls(tmp_path) == {"gate_pass_falls_from_best": 10, "reward_falls_from_best": 11}
+    assert learn_tiny.falls(tmp_path / "nothing-here") == {}
