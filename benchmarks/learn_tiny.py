@@ -3,7 +3,7 @@ and audit, and the overlapped step's learning beside the synchronous loop's.
 
     python benchmarks/learn_tiny.py --pairs 2:3 3:4 5:6 7:8 11:12  # 5 pairs + the hack run; writes benchmarks/results/
     python benchmarks/learn_tiny.py --pairs 0:1 --no-hack            # one pair
-    python benchmarks/learn_tiny.py --pairs 2:3 3:4 5:6 7:8 11:12 13:14 17:18 --no-hack \
+    python benchmarks/learn_tiny.py --pairs 2:3 3:4 5:6 7:8 11:12 13:14 17:18 19:20 --no-hack \
         --staleness 0 1 2                                                          # learn_tiny_overlap_cpu.json
     python benchmarks/learn_tiny.py --report-only ...                # recompute the results from runs/ already there
                                                                      # (a run that finished is never trained again)

@@ -93,8 +93,8 @@ class GRPOSettings:
     # (a CPU's cores are the paintings'). 2 = the next two steps' completions decoded as one batch by the
     # policy before this step's update (staleness 1 then 2), the step after it learning with the card to itself:
     # a decode of few rows costs little more at twice the rows (on an H100 at 8 x 2,048, 7.26-7.31 s against
-    # 8.62 at 1; never auto's: over seven learn_tiny pairs 1 learned as 0 did and 2 learned less, one pair
-    # collapsing, docs/training.md; unmeasured at 64 rows).
+    # 8.62 at 1; never auto's: over eight learn_tiny pairs 2's rise fell below 0's range, one pair collapsing,
+    # where 1's lay within it, docs/training.md; unmeasured at 64 rows).
     max_staleness: Literal[("auto", 0, 1, 2)] = "auto"
     # each token's importance weight pi_now / pi_sampler is cut at this (TRL's vllm_importance_sampling_clip_max,
     # its token_truncate mode); it enters the loss through the advantage (TRL accepts (B, T) advantages)
