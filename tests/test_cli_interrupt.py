@@ -24,8 +24,10 @@ pytestmark = pytest.mark.slow
 def interrupted(argv: list[str], once: str, env: dict) -> tuple[int, str]:
     """Run `argv` in a process group of its own, press Ctrl-C once `once` is on its stderr (and 2 s more);
     returns its exit code and stderr."""
+    # PYTHONFAULTHANDLER: a process that has not ended 120 s after the keystroke is aborted, and every thread's
+    # stack says where it hung
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1", **env})
+                            env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONFAULTHANDLER": "1", **env})
     err: list[str] = []
     chunks = iter(lambda: proc.stderr.read(256).decode(errors="replace"), "")
     reader = threading.Thread(target=lambda: err.extend(chunks))
@@ -36,7 +38,13 @@ def interrupted(argv: list[str], once: str, env: dict) -> tuple[int, str]:
     assert proc.poll() is None, "".join(err)[-3000:]  # still running: the keystroke lands mid-work
     time.sleep(2)
     os.killpg(proc.pid, signal.SIGINT)
-    code = proc.wait(120)
+    try:
+        code = proc.wait(120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGABRT)
+        proc.wait(30)
+        reader.join(30)
+        pytest.fail("still running 120 s after Ctrl-C; its stacks:\n" + "".join(err)[-6000:])
     reader.join(30)
     return code, "".join(err)
 
