@@ -26,8 +26,11 @@ def interrupted(argv: list[str], once: str, env: dict) -> tuple[int, str]:
     returns its exit code and stderr."""
     # PYTHONFAULTHANDLER: a process that has not ended 120 s after the keystroke is aborted, and every thread's
     # stack says where it hung
+    # SIGINT as a terminal leaves it: a test run started in the background by a non-interactive shell ignores it,
+    # and an ignored signal stays ignored across exec (Python then installs no KeyboardInterrupt)
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONFAULTHANDLER": "1", **env})
+                            env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONFAULTHANDLER": "1", **env},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     err: list[str] = []
     chunks = iter(lambda: proc.stderr.read(256).decode(errors="replace"), "")
     reader = threading.Thread(target=lambda: err.extend(chunks))
