@@ -96,9 +96,11 @@ def per_step(run_dir: Path) -> list[dict]:
 def falls(run_dir: Path) -> dict[str, int]:
     """The steps where the run's collapse alarms first fired (salon.train.record.audit_collapse: the reward or the
     gate's pass rate fell from its best window), by alarm, from the last checkpoint's log; {} where none did."""
-    checkpoints = sorted(run_dir.glob("checkpoint-*/trainer_state.json"), key=lambda f: int(f.parent.name[11:]))
+    from salon.train.checkpoints import latest_checkpoint
+
+    last = latest_checkpoint(run_dir)
     first: dict[str, int] = {}
-    for row in json.loads(checkpoints[-1].read_text())["log_history"] if checkpoints else []:
+    for row in json.loads((Path(last) / "trainer_state.json").read_text())["log_history"] if last else []:
         for key in row:
             if key.startswith("salon/alarm/") and key.endswith("_falls_from_best"):
                 first.setdefault(key[len("salon/alarm/"):], int(row["step"]))
@@ -230,6 +232,11 @@ def learn(pairs: list[tuple[int, int]], out: Path, suffix: str, report_only: boo
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
 
 
+def rise_range(rises: dict[str, dict]) -> dict[str, tuple[float, float]]:
+    """The lowest and highest rise of the group mean and of the best over the pairs."""
+    return {m: (min(r[m] for r in rises.values()), max(r[m] for r in rises.values())) for m in ("mean", "best")}
+
+
 def against_synchronous(sync: dict[str, dict], rises: dict[str, dict]) -> dict:
     """One overlapped level's rises against the synchronous pairs' (each {pair: {"mean": rise, "best": rise}}).
 
@@ -241,7 +248,7 @@ def against_synchronous(sync: dict[str, dict], rises: dict[str, dict]) -> dict:
     each pair run both ways, its rise here less the synchronous one; rise_difference_mean: their mean and
     the half-width of its 95 % interval (Student's t), the size of difference these pairs can tell apart.
     """
-    span = {m: (min(r[m] for r in sync.values()), max(r[m] for r in sync.values())) for m in ("mean", "best")}
+    span = rise_range(sync)
     level = {m: sum(r[m] for r in rises.values()) / len(rises) for m in ("mean", "best")}
     both = sorted(sync.keys() & rises.keys())
     diffs = {k: {m: rises[k][m] - sync[k][m] for m in ("mean", "best")} for k in both}
@@ -279,8 +286,7 @@ def overlap(pairs: list[tuple[int, int]], levels: list[int], out: Path, suffix: 
               "staleness": by_level}
     if "0" in by_level:
         sync = by_level["0"]["rises"]
-        result["synchronous_rise_range"] = {m: (min(r[m] for r in sync.values()), max(r[m] for r in sync.values()))
-                                            for m in ("mean", "best")}
+        result["synchronous_rise_range"] = rise_range(sync)
         for level in (k for k in by_level if k != "0"):  # each overlapped level against the synchronous pairs
             by_level[level].update(against_synchronous(sync, by_level[level]["rises"]))
         if "1" in by_level:  # the first overlapped level's, at the top as this file has always had them

@@ -24,10 +24,10 @@ pytestmark = pytest.mark.slow
 def interrupted(argv: list[str], once: str, env: dict) -> tuple[int, str]:
     """Run `argv` in a process group of its own, press Ctrl-C once `once` is on its stderr (and 2 s more);
     returns its exit code and stderr."""
-    # PYTHONFAULTHANDLER: a process that has not ended 120 s after the keystroke is aborted, and every thread's
-    # stack says where it hung
-    # SIGINT as a terminal leaves it: a test run started in the background by a non-interactive shell ignores it,
-    # and an ignored signal stays ignored across exec (Python then installs no KeyboardInterrupt)
+    # SIGINT at its default, as a terminal leaves it: a suite started in the background by a non-interactive shell
+    # ignores it, and an ignored signal stays ignored across exec (Python then installs no KeyboardInterrupt).
+    # PYTHONFAULTHANDLER: a process still running 120 s after the keystroke is aborted, and every thread's stack
+    # says where it hung.
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
                             env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONFAULTHANDLER": "1", **env},
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
