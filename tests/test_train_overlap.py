@@ -233,6 +233,28 @@ def test_the_card_splits_only_for_a_decode_beside_the_step():
     GRPOSettings(max_staleness=1, generation_device="cuda:1")
 
 
+def test_the_trainer_takes_the_whole_card_back_once_the_generation_ahead_is_done(monkeypatch):
+    """Where the step outlasts the decode, the trainer leaves its part of the card at its next micro-batch or judge
+    call, not at the next rollout call; never while the decode runs, nor when it is not on its part. The streams are
+    stood in for (a split needs a card); what decides the switch is salon's."""
+    from concurrent.futures import Future
+
+    rollout = OverlappedRollout(sampler=None, staleness=1)
+    switched = []
+    monkeypatch.setattr(rollout, "_trainer_on_whole_card", lambda: switched.append(len(switched)))
+    decoding = Future()
+    rollout.ahead = ([["a prompt"]], decoding)
+    rollout.whole_card_if_done()  # on the whole card already
+    rollout.whole_stream = "the stream it had"  # from here on its part
+    rollout.whole_card_if_done()  # the decode still runs
+    assert switched == []
+    decoding.set_result({})
+    rollout.whole_card_if_done()
+    assert switched == [0]
+    rollout.ahead = None
+    rollout.close()
+
+
 def test_auto_splits_no_card_on_a_cpu():
     from salon.train.config import load_config
     from salon.train.engine.choice import resolve_generation

@@ -74,10 +74,13 @@ def call(a, prompts, completions, rows, step=0):
 
 def test_one_value_per_completion_gate_failures_get_the_penalty(tiny, render_pool, tmp_path):
     a = adapter(tiny, render_pool, tmp_path, gate_penalty=-0.25)
+    boundaries = []  # the overlapped step's hook (the trainer takes the whole card back there): once a judge call
+    a.before_judging = lambda: boundaries.append(len(boundaries))
     prompts = ["Paint a teacup."] * 3 + ["Paint a lake."] * 3
     completions = [fenced("still_02_teacup.js"), "I cannot paint.", fenced("mountain_02_collapse.js"),
                    fenced("hibiscus_04_blank.js"), NOT_WEBGL, fenced("still_02_teacup.js")]
     rewards, metrics = call(a, prompts, completions, rows=[0, 0, 0, 1, 1, 1])
+    assert len(boundaries) == metrics["salon/time/judge_calls"] > 0
     assert len(rewards) == 6
     assert rewards[1] == rewards[3] == rewards[4] == -0.25  # no sketch, blank canvas, not WEBGL
     for i in (0, 2, 5):

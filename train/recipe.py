@@ -315,6 +315,7 @@ def train(cfg: TrainConfig) -> dict:
             rollout.attach(trainer)  # peeks the next step's prompts
             if cfg.grpo.max_staleness:
                 install_stale_correction(trainer, rollout, cfg.grpo.importance_sampling_cap)
+                adapter.before_judging = rollout.whole_card_if_done
         if cfg.grpo.gradient_checkpointing and cfg.grpo.gradient_checkpointing_layers < 1.0:
             keep_partial(trainer.model, cfg.grpo.gradient_checkpointing_layers)
         if cfg.grpo.causal_loss:

@@ -92,6 +92,9 @@ class RewardAdapter:
         # hold the card for a call of one group, grpo.update_per_group's)
         self._preparing = ThreadPoolExecutor(max_workers=2, thread_name_prefix="salon-prepare")
         self.calls = 0
+        # called in the reward's thread before each judge call: the overlapped step's trainer takes the whole card
+        # back there once the generation ahead is done (salon.train.engine.overlap.OverlappedRollout.whole_card_if_done)
+        self.before_judging: Callable[[], None] | None = None
 
     @property
     def reward_columns(self) -> list[str]:
@@ -126,6 +129,8 @@ class RewardAdapter:
                                                     functools.partial(self._later, mine_now, mine),
                                                     not settings.judge_as_rendered, settings.judge_min_batch):
             timing["render_wait_s"] += waited
+            if self.before_judging is not None:
+                self.before_judging()
             tj = time.perf_counter()
             renders = [mine_now.renders[s.code, s.seed] for s in ahead]
             results = [_result(started[s.index]) for s in own] + [_result(r) for r, _ in renders]

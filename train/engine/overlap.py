@@ -28,9 +28,9 @@ The sampler is read by one thread, its own, always (CUDA graphs and their memory
 CUDA that thread decodes on a stream of its own, so the decode's kernels (memory-bound) run beside the
 judge's prefill and the update's (arithmetic-bound) on the default stream. With `grpo.generation_sms` (auto:
 half the card) the card is split (salon.train.engine.sm_partition): the decode's stream owns its
-multiprocessors, and from the moment a generation starts ahead until the trainer collects it (its next
-rollout call) the trainer's thread works on a stream that owns the rest, so the judge's and the update's
-large kernels cannot hold the decode's multiprocessors (a running block is never preempted, and without the
+multiprocessors, and from the moment a generation starts ahead until it has finished (seen at the trainer's
+next micro-batch or judge call, or its next rollout call) the trainer's thread works on a stream that owns the
+rest, so the judge's and the update's large kernels cannot hold the decode's multiprocessors (a running block is never preempted, and without the
 split each of a decode step's small kernels waits for one: on an H100 the decode ran at a third of its
 speed beside them). Outside that window the trainer has the whole card; the decode always has its part
 only (a step generated when TRL asks, the first of an epoch, decodes on it too). The update corrects for
@@ -151,6 +151,15 @@ class OverlappedRollout:
         self.cuda = trainer.accelerator.device.type == "cuda"
         if self.cuda and self.generation_sms and self.staleness:
             self.partition = split_card(self.generation_sms, trainer.accelerator.device)
+        if self.partition is not None:  # each micro-batch's forward and backward: the whole card once it is free
+            step = trainer.training_step
+
+            @functools.wraps(step)
+            def stepping(*args, **kwargs):
+                self.whole_card_if_done()
+                return step(*args, **kwargs)
+
+            trainer.training_step = stepping
         fetch = trainer.get_batch_samples
         peeked: dict = {}  # the iterator of the epoch -> the batches fetched from it ahead (None: it ran out)
 
@@ -235,6 +244,15 @@ class OverlappedRollout:
         return out
 
     # ---- the trainer thread's stream while a generation runs ahead (generation_sms) ----------------------
+    def whole_card_if_done(self) -> None:
+        """At a boundary of the trainer's work (a micro-batch, a judge call: the recipe's reward.before_judging), the
+        trainer's thread takes the whole card back once the generation ahead has finished, not at the next rollout
+        call: where the step outlasts the decode (64 rows: the judge and the update hold it), the rest of the step
+        would otherwise run on its part with the decode's idle. Between kernels of one micro-batch it never switches:
+        the backward runs on its forward's stream."""
+        if self.whole_stream is not None and self.ahead is not None and self.ahead[1].done():
+            self._trainer_on_whole_card()
+
     def _trainer_on_its_part(self) -> None:
         """From here the trainer's thread queues its work on its part of the card, after what it queued so far."""
         if self.partition is None or self.whole_stream is not None:
