@@ -134,3 +134,12 @@ def test_a_compiled_update_is_announced_before_the_first_step(caplog):
         for compiled in (True, False):
             callback.on_train_begin(SimpleNamespace(torch_compile=compiled), TrainerState(), TrainerControl())
     assert caplog.text.count("the update compiles during the first step") == 1
+
+
+def test_a_step_line_names_a_stale_steps_staleness_and_its_correction():
+    from salon.train.progress import step_line
+
+    stale = {"reward": 0.4, "salon/overlap/staleness": 1.0, "salon/overlap/importance_weight_mean": 0.99812,
+             "step_time": 4.21}
+    assert step_line(2, 3, stale) == "step 2/3  reward 0.400  stale 1  iw 0.998  4.2 s"
+    assert step_line(1, 3, {"reward": 0.4, "salon/overlap/staleness": 0.0}) == "step 1/3  reward 0.400"

@@ -1,7 +1,7 @@
 """What `salon train` prints while it trains: TRL's progress bar and one short line per logging step,
 on stderr, in place of transformers' ~60-key dict per step on stdout.
 
-    step 2/3  reward 0.412 ±0.050  judge 0.518  gate_pass 50%  none 0  loss 0.0000  grad_norm 0.016  lr 1.0e-03  4.2 s
+    step 2/3  reward 0.412 ±0.050  judge 0.518  gate_pass 50%  none 0  loss 0.0000  grad_norm 0.016  lr 1.0e-03  stale 1  iw 0.998  4.2 s
     trained 3 steps in 31.0 s
 
 Every number is still logged in full (trainer_state.json, the trackers in grpo.report_to, the audit).
@@ -18,13 +18,18 @@ from transformers import TrainerCallback
 LINE = [("reward", "reward", "{:.3f}"), ("reward_std", "±", "{:.3f}"), ("salon/judge/mean", "judge", "{:.3f}"),
         ("salon/absolute/mean", "absolute", "{:.3f}"), ("salon/gate_pass", "gate_pass", "{:.0%}"),
         ("salon/none", "none", "{:.0f}"), ("loss", "loss", "{:.4f}"), ("grad_norm", "grad_norm", "{:.3f}"),
-        ("learning_rate", "lr", "{:.1e}"), ("kl", "kl", "{:.4f}")]
+        ("learning_rate", "lr", "{:.1e}"), ("kl", "kl", "{:.4f}"),
+        # the overlapped step (grpo.max_staleness): the updates between the sampler and the step, and the mean
+        # importance weight that corrects for them (near 1: the sampler was close to the policy)
+        ("salon/overlap/staleness", "stale", "{:.0f}"), ("salon/overlap/importance_weight_mean", "iw", "{:.3f}")]
 
 
 def step_line(step: int, max_steps: int, logs: dict) -> str:
     parts = [f"step {step}/{max_steps}"]
     for key, label, fmt in LINE:
         value = logs.get(key)
+        if key == "salon/overlap/staleness" and value == 0:  # generated when TRL asked: nothing to say
+            continue
         if isinstance(value, (int, float)):
             text = fmt.format(value)
             parts.append(f"{label}{text}" if label == "±" else f"{label} {text}")
