@@ -92,8 +92,9 @@ class RewardAdapter:
         # hold the card for a call of one group, grpo.update_per_group's)
         self._preparing = ThreadPoolExecutor(max_workers=2, thread_name_prefix="salon-prepare")
         self.calls = 0
-        # called in the reward's thread before each judge call: the overlapped step's trainer takes the whole card
-        # back there once the generation ahead is done (salon.train.engine.overlap.OverlappedRollout.whole_card_if_done)
+        # called before each judge call, in the thread that called the reward (TRL's trainer thread, whose CUDA stream
+        # it may set): the overlapped step's trainer takes the whole card back there once the generation ahead is
+        # done (salon.train.engine.overlap.OverlappedRollout.whole_card_if_done)
         self.before_judging: Callable[[], None] | None = None
 
     @property

@@ -30,9 +30,9 @@ judge's prefill and the update's (arithmetic-bound) on the default stream. With 
 half the card) the card is split (salon.train.engine.sm_partition): the decode's stream owns its
 multiprocessors, and from the moment a generation starts ahead until it has finished (seen at the trainer's
 next micro-batch or judge call, or its next rollout call) the trainer's thread works on a stream that owns the
-rest, so the judge's and the update's large kernels cannot hold the decode's multiprocessors (a running block is never preempted, and without the
-split each of a decode step's small kernels waits for one: on an H100 the decode ran at a third of its
-speed beside them). Outside that window the trainer has the whole card; the decode always has its part
+rest, so the judge's and the update's large kernels cannot hold the decode's multiprocessors (a running
+block is never preempted, and without the split each of a decode step's small kernels waits for one: on an
+H100 the decode ran at a third of its speed beside them). Outside that window the trainer has the whole card; the decode always has its part
 only (a step generated when TRL asks, the first of an epoch, decodes on it too). The update corrects for
 the stale sampler with each token's importance weight (salon.train.update.stale_correction).
 
