@@ -22,15 +22,15 @@ LINE = [("reward", "reward", "{:.3f}"), ("reward_std", "±", "{:.3f}"), ("salon/
         # the overlapped step (grpo.max_staleness): the updates between the sampler and the step, and the mean
         # importance weight that corrects for them (near 1: the sampler was close to the policy)
         ("salon/overlap/staleness", "stale", "{:.0f}"), ("salon/overlap/importance_weight_mean", "iw", "{:.3f}")]
+# keys whose zero says nothing: a staleness of 0 is a step generated when TRL asked for it
+SILENT_AT_ZERO = {"salon/overlap/staleness"}
 
 
 def step_line(step: int, max_steps: int, logs: dict) -> str:
     parts = [f"step {step}/{max_steps}"]
     for key, label, fmt in LINE:
         value = logs.get(key)
-        if key == "salon/overlap/staleness" and value == 0:  # generated when TRL asked: nothing to say
-            continue
-        if isinstance(value, (int, float)):
+        if isinstance(value, (int, float)) and not (value == 0 and key in SILENT_AT_ZERO):
             text = fmt.format(value)
             parts.append(f"{label}{text}" if label == "±" else f"{label} {text}")
     if isinstance(logs.get("step_time"), (int, float)):
