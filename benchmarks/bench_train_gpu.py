@@ -43,9 +43,10 @@ labelled NAME@render.gpu=VALUE by the value it ran with, every override applied 
 render.gpu=off is off whatever --gpu-render or --render-paths say, and such a variant runs once). Every
 file asked for is written again after each run, so a call killed at its time limit keeps the runs it finished.
 Per engine or variant, the JSON holds steady-state means (`steady_steps`: the first step, which loads and
-compiles, left out, and in an overlapped run the second too, whose generation ran beside the first; give an
-overlapped run --steps 4 for two steady steps, and one at grpo.max_staleness=2, whose first three steps are left
-out and whose steps alternate, --steps 7 for two whole pairs) of:
+compiles, left out, and in an overlapped run the second too, whose generation ran beside the first, and the
+last where a decode would have run beside it; give an overlapped run --steps 5 for two steady steps, and
+one at grpo.max_staleness=2, whose first three steps are left out and whose steps alternate, --steps 8 for
+two whole pairs) of:
   step_s          one optimiser step, first micro-step to after the optimizer's update
   generation_s    TRL's `_generate` (tokenize, generate, decode)
   tokens_per_s    completion tokens generated / generation_s
@@ -288,15 +289,20 @@ def steady_steps(steps: list[dict]) -> list[dict]:
     """The steps a run's means are taken over. The first loads and compiles. In an overlapped run so are the
     steps generated beside it left out, as many as its staleness (the batch started at the first step): they
     hardly wait for their completions (on an H100 at 8 x 2,048, staleness 1: 7.6-7.9 s against 9.5-9.6 for the
-    third). At staleness 2 the steps alternate, one beside the decode of the next two steps' rows and one with
-    the card to itself: whole pairs are kept, the earliest odd step left out."""
+    third). At staleness 2 the steps alternate, one beside the decode of the next two steps' rows (its staleness
+    2) and one with the card to itself: whole pairs are kept, the earliest odd step left out. A last step that
+    would have had a decode beside it (staleness 1 at 1, 2 at 2) is left out too: nothing decodes beside it,
+    there being no step after it to generate for (on an H100 at 64 x 2,048, staleness 1: 23.3 s against 40.1
+    for the step before, whose judge and update shared the card with a decode)."""
     stale = int(max((s["staleness"] for s in steps), default=0))
     warmup = 1 + stale
-    if len(steps) <= warmup:
-        print(f"warning: {len(steps)} steps hold no steady one (the first {warmup} warm up at staleness {stale}): "
-              "the means include warm-up steps", flush=True)
+    alone_at_the_end = bool(stale) and steps[-1]["staleness"] == stale
+    steady = steps[warmup:len(steps) - alone_at_the_end]
+    if not steady:
+        print(f"warning: {len(steps)} steps hold no steady one (at staleness {stale} the first {warmup} warm up"
+              f"{', and the last ran alone' if alone_at_the_end else ''}): the means include warm-up steps",
+              flush=True)
         return steps[-1:]
-    steady = steps[warmup:]
     return steady[len(steady) % stale:] if stale > 1 and len(steady) >= stale else steady
 
 

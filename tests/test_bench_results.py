@@ -24,13 +24,13 @@ TRAIN_FILES = [*ONE_CALL_FILES, "bench_train_gpu_earlier_h200.json", "bench_trai
                # on one machine, one call after the other: the whole cache, then the filled kernel at 8 rows
                "bench_train_gpu_carveout_h100.json", "bench_train_gpu_filled_h100.json",
                # two calls on one machine: the card split between the decode and the step beside it
-               "bench_train_gpu_split_h100.json",
+               "bench_train_gpu_split_h100.json", "bench_train_gpu_64_split_h100.json",
                # three calls on one machine: two steps' rows decoded as one batch (grpo.max_staleness=2)
                "bench_train_gpu_stale2_h100.json",
                # a fourth call, on another H100 machine: its staleness-2 run died after its last step, no row
                "bench_train_gpu_stale2_call4_h100.json"]
 # files of several calls whose every row's steps are in its steps file
-MERGED_CALL_FILES = ["bench_train_gpu_split_h100.json", "bench_train_gpu_stale2_h100.json",
+MERGED_CALL_FILES = ["bench_train_gpu_split_h100.json", "bench_train_gpu_64_split_h100.json", "bench_train_gpu_stale2_h100.json",
                      "bench_train_gpu_stale2_call4_h100.json"]
 
 
@@ -101,21 +101,25 @@ def test_the_generation_file_has_every_batch_every_engine_its_share():
                                                           abs=1e-3), engine
 
 
-def test_an_overlapped_runs_means_leave_out_the_step_generated_beside_the_compiling_one():
-    rows = [{"step": i + 1, "step_s": s, "staleness": float(i > 0)} for i, s in enumerate([30.0, 7.5, 9.5, 9.3])]
+def test_an_overlapped_runs_means_leave_out_the_step_beside_the_compiling_one_and_the_last():
+    # the second step's completions were decoded beside the compiling first; nothing decodes beside the last
+    rows = [{"step": i + 1, "step_s": s, "staleness": float(i > 0)}
+            for i, s in enumerate([65.0, 38.4, 40.1, 39.8, 23.3])]
     assert [r["step"] for r in bench_train_gpu.steady_steps(rows)] == [3, 4]
     synchronous = [dict(r, staleness=0.0) for r in rows]
-    assert [r["step"] for r in bench_train_gpu.steady_steps(synchronous)] == [2, 3, 4]
-    assert [r["step"] for r in bench_train_gpu.steady_steps(rows[:2])] == [2]  # too few: the last, with a warning
+    assert [r["step"] for r in bench_train_gpu.steady_steps(synchronous)] == [2, 3, 4, 5]
+    assert [r["step"] for r in bench_train_gpu.steady_steps(rows[:3])] == [3]  # too few: the last, with a warning
 
 
 def test_a_staleness_2_runs_means_leave_out_the_first_pair_and_keep_whole_pairs():
     # step 1 generated when asked; steps 2 and 3 beside it; then a step beside the next pair's decode and one
     # that waited for it, by turns
-    stale = [0.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0]
+    stale = [0.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0]
     rows = [{"step": i + 1, "step_s": 7.0, "staleness": s} for i, s in enumerate(stale)]
-    assert [r["step"] for r in bench_train_gpu.steady_steps(rows)] == [4, 5, 6, 7]
-    assert [r["step"] for r in bench_train_gpu.steady_steps(rows[:6])] == [5, 6]  # an odd count: its first left out
+    assert [r["step"] for r in bench_train_gpu.steady_steps(rows)] == [5, 6, 7, 8]  # an odd count: its first out
+    assert [r["step"] for r in bench_train_gpu.steady_steps(rows[:6])] == [5, 6]
+    # a last step at staleness 2 would have had the next pair's decode beside it: left out, as is then step 4
+    assert [r["step"] for r in bench_train_gpu.steady_steps(rows[:7])] == [5, 6]
 
 
 def test_an_overlapped_level_is_judged_by_its_mean_rise_and_its_paired_differences():
