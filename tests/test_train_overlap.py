@@ -24,7 +24,7 @@ import torch
 
 from salon.train.engine.overlap import OverlappedRollout
 from salon.train.engine.transformers_sampler import TransformersSampler
-from salon.train.update.stale_correction import importance_weights, install
+from salon.train.update.stale_correction import figures, importance_weights, install, merged
 
 CONFIGS = Path(__file__).resolve().parent.parent / "train" / "configs"
 
@@ -41,9 +41,10 @@ def policy(tmp_path_factory):
     return build_lm(tmp_path_factory.mktemp("policy") / "tiny", "qwen3")
 
 
-def run(policy, out, staleness: int | None, steps: int, **config):
-    """`steps` optimiser steps; staleness None: TRL's own transformers path (no rollout_func). Returns the
-    trainer, the completions and prompts each reward call saw, and the rollout."""
+def run(policy, out, staleness: int | None, steps: int, hook=None, **config):
+    """`steps` optimiser steps; staleness None: TRL's own transformers path (no rollout_func); `hook(trainer,
+    rollout)` before training. Returns the trainer, the completions and prompts each reward call saw, and the
+    rollout."""
     from train_support import tiny_grpo_trainer
 
     seen = []
@@ -58,6 +59,8 @@ def run(policy, out, staleness: int | None, steps: int, **config):
         rollout.attach(trainer)
         if staleness:
             install(trainer, rollout, cap=3.0)
+    if hook is not None:
+        hook(trainer, rollout)
     try:
         trainer.train()
     finally:
@@ -109,6 +112,51 @@ def test_staleness_1_learning_keeps_the_data_order_and_corrects(policy, tmp_path
     assert all(0 < w <= 3.0 for w in low + high)
     assert all(s > 0 for s in logged(stale, "salon/overlap/overlap_s")[1:4])
     assert stale_seen[1][1] != sync_seen[1][1]  # step 2 was sampled by the policy before step 1's update
+
+
+def test_a_stale_steps_weights_are_taken_in_its_losss_forward_as_a_pass_of_their_own_would_take_them(
+        policy, tmp_path, monkeypatch):
+    """No log-prob pass of the correction's own (a forward of the step's whole batch): the weights come from the
+    loss's forward, detached, and are the ones a separate no-grad pass at theta_n gives, micro-batch by
+    micro-batch, within 1e-5."""
+    from trl import GRPOTrainer
+
+    real = GRPOTrainer._get_per_token_logps_and_entropies
+    passes = []  # forwards of the trained policy without a gradient, in training: a log-prob pass (the sampler's
+    # own, recording its log-probs, runs on its copy)
+
+    def counting(self, model, *args, **kwargs):
+        if model is self.model and model.training and not torch.is_grad_enabled():
+            passes.append(self.state.global_step)
+        return real(self, model, *args, **kwargs)
+
+    monkeypatch.setattr(GRPOTrainer, "_get_per_token_logps_and_entropies", counting)
+    separate: dict[int, dict] = {}  # step -> the tally of a pass of their own, over the step's micro-batches
+
+    def with_a_pass_beside(trainer, rollout):
+        loss = trainer._compute_loss
+
+        def checked(model, inputs):
+            if model.training and rollout.handed_staleness:
+                with torch.no_grad():  # `real` directly: not counted
+                    current, _, _ = real(trainer, model, torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], 1),
+                                         torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], 1),
+                                         inputs["completion_ids"].size(1))
+                tally = importance_weights(current, inputs["sampling_per_token_logps"], inputs["completion_mask"], 3.0)[1]
+                step = trainer.state.global_step
+                separate[step] = merged(separate[step], tally) if step in separate else tally
+            return loss(model, inputs)
+
+        trainer._compute_loss = checked
+
+    trainer, _, _ = run(policy, tmp_path / "stale", 1, steps=4, hook=with_a_pass_beside)
+    assert logged(trainer, "salon/overlap/staleness") == [0.0, 1.0, 1.0, 1.0]
+    assert passes == []
+    assert sorted(separate) == [1, 2, 3]  # steps 2-4 (global_step counts those done)
+    for name in ("importance_weight_mean", "importance_weight_min", "importance_weight_max", "log_ratio_abs_mean"):
+        theirs = [figures(separate[step])[name] for step in sorted(separate)]
+        assert logged(trainer, f"salon/overlap/{name}") == pytest.approx(theirs, abs=TOL), name
+    assert max(abs(w - 1) for w in logged(trainer, "salon/overlap/importance_weight_max")) > 1e-3  # it learned
 
 
 def test_staleness_2_with_an_unchanged_policy_weighs_every_token_1(policy, tmp_path):
@@ -195,11 +243,22 @@ def test_importance_weights_are_cut_at_the_cap():
     current = torch.tensor([[0.0, -1.0, -5.0, 0.0]])
     sampler = torch.tensor([[0.0, -3.0, -1.0, float("nan")]])
     mask = torch.tensor([[1, 1, 1, 0]])
-    w, figures = importance_weights(current, sampler, mask, cap=3.0)
+    w, tally = importance_weights(current, sampler, mask, cap=3.0)
     assert w.tolist()[0][:3] == pytest.approx([1.0, 3.0, torch.exp(torch.tensor(-4.0)).item()], abs=1e-6)
     assert w[0, 3].item() == 1.0  # padding: no weight
-    assert figures["truncated_share"] == pytest.approx(1 / 3)
-    assert figures["importance_weight_max"] == pytest.approx(3.0)
+    assert figures(tally)["truncated_share"] == pytest.approx(1 / 3)
+    assert figures(tally)["importance_weight_max"] == pytest.approx(3.0)
+
+
+def test_a_steps_figures_are_over_all_its_micro_batches_tokens():
+    one = importance_weights(torch.tensor([[0.0, 0.5]]), torch.zeros(1, 2), torch.tensor([[1, 1]]), cap=3.0)[1]
+    two = importance_weights(torch.tensor([[-1.0, 0, 0, 0]]), torch.zeros(1, 4), torch.tensor([[1, 1, 1, 0]]), 3.0)[1]
+    step = figures(merged(one, two))
+    e = torch.exp(torch.tensor([0.5, -1.0])).tolist()
+    assert step["importance_weight_mean"] == pytest.approx((1 + e[0] + e[1] + 1 + 1) / 5, abs=1e-6)  # by token
+    assert step["importance_weight_min"] == pytest.approx(e[1], abs=1e-6)
+    assert step["importance_weight_max"] == pytest.approx(e[0], abs=1e-6)
+    assert step["log_ratio_abs_mean"] == pytest.approx(1.5 / 5, abs=1e-6)
 
 
 def test_the_config_refuses_what_staleness_1_cannot_go_with():

@@ -314,12 +314,14 @@ def train(cfg: TrainConfig) -> dict:
         if rollout is not None and rollout is not engine:
             rollout.attach(trainer)  # peeks the next step's prompts
             if cfg.grpo.max_staleness:
-                install_stale_correction(trainer, rollout, cfg.grpo.importance_sampling_cap)
                 adapter.before_judging = rollout.whole_card_if_done
         if cfg.grpo.gradient_checkpointing and cfg.grpo.gradient_checkpointing_layers < 1.0:
             keep_partial(trainer.model, cfg.grpo.gradient_checkpointing_layers)
         if cfg.grpo.causal_loss:
             install_causal_loss(trainer)
+        if rollout is not None and rollout is not engine and cfg.grpo.max_staleness:
+            # around the loss's forward as causal_loss makes it: a stale step's weights come from that forward
+            install_stale_correction(trainer, rollout, cfg.grpo.importance_sampling_cap)
         if cfg.grpo.generation == "continuous_batching":
             trainer._generate = trainable_dtypes_kept(trainer._generate, trainer.model)
         if cfg.grpo.update_per_group:
