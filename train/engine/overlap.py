@@ -4,7 +4,7 @@ are painted, judged and learned from.
     rollout = OverlappedRollout(sampler, staleness=1)   # sampler: CompiledGeneration or TransformersSampler
     trainer = GRPOTrainer(..., rollout_func=rollout)
     rollout.attach(trainer)                             # peeks the next steps' prompts as the Trainer fetches
-    install_stale_correction(trainer, rollout)          # salon.train.update.stale_correction
+    install_stale_correction(trainer, rollout, cap)     # salon.train.update.stale_correction
 
 At step n's rollout call (the trainer holds the weights of n updates, theta_n), with staleness 1:
 
