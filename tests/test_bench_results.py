@@ -30,7 +30,8 @@ TRAIN_FILES = [*ONE_CALL_FILES, "bench_train_gpu_earlier_h200.json", "bench_trai
                # a fourth call, on another H100 machine: its staleness-2 run died after its last step, no row
                "bench_train_gpu_stale2_call4_h100.json"]
 # files of several calls whose every row's steps are in its steps file
-MERGED_CALL_FILES = ["bench_train_gpu_split_h100.json", "bench_train_gpu_64_split_h100.json", "bench_train_gpu_stale2_h100.json",
+MERGED_CALL_FILES = ["bench_train_gpu_split_h100.json", "bench_train_gpu_64_split_h100.json",
+                     "bench_train_gpu_stale2_h100.json",
                      "bench_train_gpu_stale2_call4_h100.json"]
 
 

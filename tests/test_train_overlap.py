@@ -142,7 +142,8 @@ def test_a_stale_steps_weights_are_taken_in_its_losss_forward_as_a_pass_of_their
                     current, _, _ = real(trainer, model, torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], 1),
                                          torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], 1),
                                          inputs["completion_ids"].size(1))
-                tally = importance_weights(current, inputs["sampling_per_token_logps"], inputs["completion_mask"], 3.0)[1]
+                tally = importance_weights(current, inputs["sampling_per_token_logps"], inputs["completion_mask"],
+                                           3.0)[1]
                 step = trainer.state.global_step
                 separate[step] = merged(separate[step], tally) if step in separate else tally
             return loss(model, inputs)

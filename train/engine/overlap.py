@@ -32,9 +32,10 @@ multiprocessors, and from the moment a generation starts ahead until it has fini
 next micro-batch or judge call, or its next rollout call) the trainer's thread works on a stream that owns the
 rest, so the judge's and the update's large kernels cannot hold the decode's multiprocessors (a running
 block is never preempted, and without the split each of a decode step's small kernels waits for one: on an
-H100 the decode ran at a third of its speed beside them). Outside that window the trainer has the whole card; the decode always has its part
-only (a step generated when TRL asks, the first of an epoch, decodes on it too). The update corrects for
-the stale sampler with each token's importance weight (salon.train.update.stale_correction).
+H100 the decode ran at a third of its speed beside them). Outside that window the trainer has the whole card;
+the decode always has its part only (a step generated when TRL asks, the first of an epoch, decodes on it
+too). The update corrects for the stale sampler with each token's importance weight
+(salon.train.update.stale_correction).
 
 Per step the rollout logs, as salon/overlap/NAME: `staleness` (0, 1 or 2), `generation_s` (the sampler's own
 time), `wait_s` (how long the step waited for it) and `overlap_s` (generation_s - wait_s: the time the

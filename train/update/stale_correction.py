@@ -52,9 +52,9 @@ def importance_weights(current: torch.Tensor, sampler: torch.Tensor, mask: torch
 
 def merged(a: dict, b: dict) -> dict:
     """Two micro-batches' tallies as one."""
-    return {"tokens": a["tokens"] + b["tokens"], "weight_sum": a["weight_sum"] + b["weight_sum"],
-            "weight_min": min(a["weight_min"], b["weight_min"]), "weight_max": max(a["weight_max"], b["weight_max"]),
-            "truncated": a["truncated"] + b["truncated"], "log_ratio_abs_sum": a["log_ratio_abs_sum"] + b["log_ratio_abs_sum"]}
+    summed = {k: a[k] + b[k] for k in ("tokens", "weight_sum", "truncated", "log_ratio_abs_sum")}
+    return summed | {"weight_min": min(a["weight_min"], b["weight_min"]),
+                     "weight_max": max(a["weight_max"], b["weight_max"])}
 
 
 def figures(tally: dict) -> dict:
@@ -88,7 +88,7 @@ def install(trainer, rollout, cap: float) -> None:
     def log(tally: dict) -> None:
         """One entry a step: a later micro-batch of the same step replaces the entry its first one appended."""
         metrics, step = trainer._metrics["train"], trainer.state.global_step
-        again = logged["step"] == step and logged["tally"] is not None
+        again = logged["step"] == step  # its tally is set with its step
         logged["step"], logged["tally"] = step, merged(logged["tally"], tally) if again else tally
         for name, value in figures(logged["tally"]).items():
             values = metrics[f"salon/overlap/{name}"]
