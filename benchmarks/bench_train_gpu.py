@@ -6,7 +6,7 @@
     python benchmarks/bench_train_gpu.py --engines compiled --add --json FILE  # one engine per call, into FILE
     python benchmarks/bench_train_gpu.py --engines compiled,compiled_buckets --json FILE  # two attentions, one run
     python benchmarks/bench_train_gpu.py --engines compiled --add --steps 3 --json FILE \
-        --profile benchmarks/results/train_step_profile_h200.json   # and one more step under torch.profiler
+        --profile benchmarks/results/train_step_profile_h200.json   # and two more steps, one profiled
     python benchmarks/bench_train_gpu.py --engines compiled --render-paths on,off \
         --render-json benchmarks/results/bench_train_render_h200.json   # GPU against SwiftShader rendering, one run
     python benchmarks/bench_train_gpu.py --engines compiled --set render.gl=vulkan-icd --json FILE   # any override
@@ -185,11 +185,17 @@ def run_dir(args, engine: str, gpu_render: str) -> Path:
     return Path(args.out) / f"{engine}-{gpu_render}"
 
 
+def steps_to_run(args) -> int:
+    """--steps, and with --profile two more: the profiled step (left out of the means) and one after it, so that
+    an overlapped run's profiled step has the next step's decode beside it, as its steady steps have."""
+    return args.steps + (2 if args.profile else 0)
+
+
 def run_overrides(args, engine: str, variant: list[str] | None, gpu_render: str,
                   models: tuple[str, ...] = ()) -> list[str]:
     """One run's salon train overrides in the order load_config applies them (a key's last value wins): the
     bench's, an engine's settings, --set, the CPU's, then a variant's pairs (`variant`; None for an engine)."""
-    steps_run = args.steps + (1 if args.profile else 0)  # the profiled step comes last and is left out of the means
+    steps_run = steps_to_run(args)
     engine_part = engine_overrides(engine) if variant is None else []  # a variant's name sets nothing
     overrides = [f"output_dir={run_dir(args, engine, gpu_render)}", *models,
                  f"judge.references={Path(args.out) / 'refs'}", "smoke.examples=1.0", f"grpo.max_steps={steps_run}",
@@ -231,14 +237,14 @@ def run_engine(args, engine: str, variant: list[str] | None, gpu_render: str) ->
     # built once into the bench's folder and shared by every run (a random 7B judge is 15 GB on disk)
     policy = resolve_model(args.policy, Path(args.out) / "models")
     judge = resolve_model(args.judge, Path(args.out) / "models")
-    steps_run = args.steps + (1 if args.profile else 0)
+    steps_run = steps_to_run(args)
     overrides = run_overrides(args, engine, variant, gpu_render, (f"policy.model={policy}", f"judge.model={judge}"))
     profiled = None
     if args.profile:
         from step_profile import ProfiledStep, StepRanges
 
         StepRanges().install()
-        profiled = ProfiledStep(steps_run - 1)
+        profiled = ProfiledStep(steps_run - 2)
     timings = Timings(profiled)
     timings.install()
     config = load_config(args.config, overrides)
@@ -379,8 +385,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--render-paths", default="", help="render.gpu values to run each engine with, e.g. on,off")
     ap.add_argument("--render-json", default="", help="with --render-paths: write the paths side by side here")
     ap.add_argument("--steps-json", default="", help="every run's per-step rows, with reward_s and logprob_s")
-    ap.add_argument("--profile", default="", help="one more step per engine under torch.profiler (left out of the "
-                    "means): the card's busy and idle time per phase and its top kernels, as JSON (step_profile.py)")
+    ap.add_argument("--profile", default="", help="two more steps per engine, the second to last under torch.profiler "
+                    "(left out of the means): the card's busy and idle time per phase and its top kernels, as "
+                    "JSON (step_profile.py)")
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="more salon train overrides, for "
                     "every engine (e.g. render.gl=vulkan-icd grpo.gradient_checkpointing=false)")
     ap.add_argument("--variant", action="append", nargs="+", default=[], metavar=("NAME", "KEY=VALUE"),

@@ -28,11 +28,18 @@ TRAIN_FILES = [*ONE_CALL_FILES, "bench_train_gpu_earlier_h200.json", "bench_trai
                # three calls on one machine: two steps' rows decoded as one batch (grpo.max_staleness=2)
                "bench_train_gpu_stale2_h100.json",
                # a fourth call, on another H100 machine: its staleness-2 run died after its last step, no row
-               "bench_train_gpu_stale2_call4_h100.json"]
-# files of several calls whose every row's steps are in its steps file
+               "bench_train_gpu_stale2_call4_h100.json",
+               # one call each, the overlapped step beside the synchronous one, the correction in the loss's forward
+               "bench_train_gpu_overlap_h100.json", "bench_train_gpu_64_overlap_h100.json",
+               # the run of train_step_profile_64_overlap_h100.json, its profiled step left out
+               "bench_train_gpu_64_profile_h100.json"]
+# files whose every row is the mean of the steady steps in its steps file (one call or several merged)
 MERGED_CALL_FILES = ["bench_train_gpu_split_h100.json", "bench_train_gpu_64_split_h100.json",
                      "bench_train_gpu_stale2_h100.json",
-                     "bench_train_gpu_stale2_call4_h100.json"]
+                     "bench_train_gpu_stale2_call4_h100.json",
+                     "bench_train_gpu_overlap_h100.json", "bench_train_gpu_64_overlap_h100.json",
+               # the run of train_step_profile_64_overlap_h100.json, its profiled step left out
+               "bench_train_gpu_64_profile_h100.json"]
 
 
 @pytest.mark.parametrize("name", TRAIN_FILES)

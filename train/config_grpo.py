@@ -89,11 +89,11 @@ class GRPOSettings:
     # before this step's update while this step's are painted, judged and learned from, the update corrected by
     # truncated importance sampling on the log-probs recorded at generation; 0 = each step generates, then scores,
     # then updates. Auto: 1 for the compiled engine on CUDA (on an H100 with the card split, generation_sms below:
-    # at 8 x 2,048 steady steps of 8.37-8.64 s against 9.56-10.0 synchronous, at 64 x 2,048 40.11 against 40.71:
+    # at 8 x 2,048 steady steps of 8.39 s against 9.54 synchronous, at 64 x 2,048 35.70 against 40.01:
     # docs/training.md), 0 elsewhere (a CPU's cores are the paintings'). 2 = the next two steps' completions decoded
     # as one batch by the policy before this step's update (staleness 1 then 2), the step after it learning with
     # the card to itself: a decode of few rows costs little more at twice the rows (on an H100 at 8 x 2,048,
-    # 7.26-7.31 s against 8.64 at 1; never auto's: over eight learn_tiny pairs 2's rise fell below 0's range, one
+    # 6.52 s against 8.39 at 1; never auto's: over eight learn_tiny pairs 2's rise fell below 0's range, one
     # pair collapsing, where 1's lay within it, docs/training.md; unmeasured at 64 rows).
     max_staleness: Literal[("auto", 0, 1, 2)] = "auto"
     # each token's importance weight pi_now / pi_sampler is cut at this (TRL's vllm_importance_sampling_clip_max,
