@@ -169,10 +169,10 @@ def test_staleness_2_with_an_unchanged_policy_weighs_every_token_1(policy, tmp_p
     low, high = logged(trainer, "salon/overlap/importance_weight_min"), logged(trainer, "salon/overlap/importance_weight_max")
     assert len(low) == len(high) == 3
     assert all(abs(w - 1) < TOL for w in low + high)
-    # the batch's seconds shared by its two steps; the kept step did not wait
-    seconds, waits = logged(trainer, "salon/overlap/generation_s"), logged(trainer, "salon/overlap/wait_s")
+    # the batch's seconds shared by its two steps: step 3 took the half kept from step 2's batch (how long it
+    # waited for it is a clock reading, not checked: a busy machine can pause any thread)
+    seconds = logged(trainer, "salon/overlap/generation_s")
     assert seconds[1] == pytest.approx(seconds[2], rel=1e-6) and seconds[1] > 0
-    assert waits[2] < 0.05
 
 
 def test_staleness_2_learning_keeps_the_data_order_and_corrects(policy, tmp_path):
