@@ -11,6 +11,7 @@ completions a step, 4 prompts x 2), a reward that is a plain function of the tex
 - staleness 2: two steps' prompts decoded as one batch, the steps 1 then 2 updates stale (1 where an epoch
   ends first); every weight 1 with an unchanged policy, off 1 when it learns; the data order kept;
 - the compiled engine's recorded log-probs are TRL's log-prob pass's within 1e-5;
+- a stale micro-batch is weighed by its loss's own forward, never by a sampler thread's log-prob pass;
 - importance_weights' cap and the config's refusals.
 About a minute on two cores.
 """
@@ -260,6 +261,37 @@ def test_a_steps_figures_are_over_all_its_micro_batches_tokens():
     assert step["importance_weight_min"] == pytest.approx(e[1], abs=1e-6)
     assert step["importance_weight_max"] == pytest.approx(e[0], abs=1e-6)
     assert step["log_ratio_abs_mean"] == pytest.approx(1.5 / 5, abs=1e-6)
+
+
+def test_a_samplers_log_prob_pass_in_its_own_thread_does_not_take_the_losss_weighing():
+    """generation: transformers decodes ahead in a thread of its own and scores its rows by the trainer's log-prob
+    forward, which the correction wraps: a pass of 8 sampler rows while a 2-row loss waits is not the loss's."""
+    import threading
+    from collections import defaultdict
+    from types import SimpleNamespace
+
+    def forward(model, ids, *args, **kwargs):  # TRL's log-prob forward: (B, T) log-probs, entropies
+        return torch.full(ids.shape, -0.5 if model == "policy" else -3.0), None, None
+
+    def loss(model, inputs):  # TRL's loss: a sampler's pass in its thread comes first, then the loss's own forward
+        sampler = threading.Thread(target=trainer._get_per_token_logps_and_entropies, args=("sampler",
+                                                                                             torch.zeros(8, 3)))
+        sampler.start()
+        sampler.join()
+        trainer._get_per_token_logps_and_entropies("policy", inputs["completion_mask"])
+        return (inputs["advantages"] * inputs["completion_mask"]).sum()
+
+    trainer = SimpleNamespace(_generate_and_score_completions=lambda inputs: inputs, _compute_loss=loss,
+                              _get_per_token_logps_and_entropies=forward, model=SimpleNamespace(training=True),
+                              state=SimpleNamespace(global_step=1), _metrics={"train": defaultdict(list)})
+    install(trainer, SimpleNamespace(handed_staleness=1), cap=3.0)
+    step = trainer._generate_and_score_completions({"sampling_per_token_logps": torch.full((2, 3), -1.0),
+                                                    "completion_mask": torch.ones(2, 3),
+                                                    "advantages": torch.tensor([1.0, -2.0])})
+    out = trainer._compute_loss(SimpleNamespace(training=True), step)
+    w = torch.exp(torch.tensor(0.5)).item()  # exp(-0.5 - -1.0): weighed by the policy's pass, not the sampler's
+    assert out.item() == pytest.approx(3 * w * (1.0 - 2.0), abs=1e-6)
+    assert trainer._metrics["train"]["salon/overlap/importance_weight_mean"] == pytest.approx([w], abs=1e-6)
 
 
 def test_the_config_refuses_what_staleness_1_cannot_go_with():

@@ -30,6 +30,7 @@ _max, truncated_share (tokens whose weight was cut) and log_ratio_abs_mean.
 from __future__ import annotations
 
 import functools
+import threading
 
 import torch
 
@@ -82,7 +83,9 @@ def install(trainer, rollout, cap: float) -> None:
     score, loss, forward = (trainer._generate_and_score_completions, trainer._compute_loss,
                             trainer._get_per_token_logps_and_entropies)
     weigh_in_loss = [False]  # this step is stale: its micro-batches are weighed in their loss's forward
-    waiting: list[dict] = []  # the inputs of the loss being taken, until its forward has weighed them
+    # the inputs of the loss being taken, until its forward has weighed them; per thread, since a sampler decoding
+    # ahead in a thread of its own runs the same log-prob forward for its own rows (transformers_sampler)
+    loss_in_thread = threading.local()
     logged = {"step": None, "tally": None}
 
     def log(tally: dict) -> None:
@@ -109,12 +112,12 @@ def install(trainer, rollout, cap: float) -> None:
         if not (weigh_in_loss[0] and model.training):
             return loss(model, inputs)
         inputs = dict(inputs)  # the buffered micro-batch stays as TRL made it
-        waiting.append(inputs)
+        loss_in_thread.waiting = inputs
         try:
             out = loss(model, inputs)
         finally:
-            unweighed = bool(waiting)  # still there: no forward took it
-            waiting.clear()
+            unweighed = loss_in_thread.waiting is not None  # still there: no forward took it
+            loss_in_thread.waiting = None
         if unweighed:
             raise RuntimeError("salon's stale correction: TRL's loss ran no log-prob forward "
                                "(_get_per_token_logps_and_entropies) to weigh this stale step by; a TRL loss path "
@@ -124,8 +127,10 @@ def install(trainer, rollout, cap: float) -> None:
     @functools.wraps(forward)
     def forward_weighing(*args, **kwargs):
         out = forward(*args, **kwargs)
-        if waiting:  # the loss's own forward, at theta_n: weigh before the loss reads the advantages
-            log(weighed(waiting.pop(), out[0].detach(), cap))
+        inputs = getattr(loss_in_thread, "waiting", None)
+        if inputs is not None:  # this thread's loss's own forward, at theta_n: weigh before the loss reads them
+            loss_in_thread.waiting = None
+            log(weighed(inputs, out[0].detach(), cap))
         return out
 
     trainer._generate_and_score_completions = scored
