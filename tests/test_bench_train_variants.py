@@ -107,6 +107,17 @@ def test_the_label_is_what_load_config_makes_of_the_overrides():
     assert config.render.workers == 2 and config.grpo.max_completion_length == 32
 
 
+def test_a_variants_own_max_steps_overrides_steps_for_its_run_alone():
+    from salon.train.config import load_config
+
+    recipe = str(Path(bench.REPO) / "train" / "configs" / "lora_h200_64.yaml")
+    args = bench_args(steps=5)
+    shorter = load_config(recipe, bench.run_overrides(args, "synchronous", ["grpo.max_staleness=0",
+                                                                            "grpo.max_steps=3"], "auto"))
+    other = load_config(recipe, bench.run_overrides(args, "overlapped", ["grpo.max_staleness=1"], "auto"))
+    assert (shorter.grpo.max_steps, other.grpo.max_steps) == (3, 5)
+
+
 def test_rows_and_files_name_what_ran_and_a_variant_that_sets_it_runs_once(tmp_path, monkeypatch):
     """main() with each run's process stood in for: it loads the run's config as the real one does and
     reports the render.gpu it holds; --render-paths on,off beside a variant that sets render.gpu=off."""
