@@ -18,28 +18,23 @@ import bench_train_gpu  # noqa: E402
 TRAIN_HEAD = ["device", "trl", "num_generations", "max_completion_length", "engines"]
 # one call each: salon's settings beside the earlier ones ("as_filed"), so every row's steps are in its steps file
 ONE_CALL_FILES = ["bench_train_gpu_h200.json", "bench_train_gpu_64_h200.json", "bench_train_gpu_h100.json"]
+# files whose every row is the mean of the steady steps in its steps file (one call or several merged)
+STEADY_MEAN_FILES = [
+    # two calls on one machine: the card split between the decode and the step beside it
+    "bench_train_gpu_split_h100.json", "bench_train_gpu_64_split_h100.json",
+    # three calls on one machine: two steps' rows decoded as one batch (grpo.max_staleness=2)
+    "bench_train_gpu_stale2_h100.json",
+    # a fourth call, on another H100 machine: its staleness-2 run died after its last step, no row
+    "bench_train_gpu_stale2_call4_h100.json",
+    # one call each, the overlapped step beside the synchronous one, the correction in the loss's forward
+    "bench_train_gpu_overlap_h100.json", "bench_train_gpu_64_overlap_h100.json",
+    # the run of train_step_profile_64_overlap_h100.json, its profiled step left out
+    "bench_train_gpu_64_profile_h100.json"]
 # the files today's bench_train_gpu.py writes (the _variants file is of an earlier format, with its overrides)
 TRAIN_FILES = [*ONE_CALL_FILES, "bench_train_gpu_earlier_h200.json", "bench_train_gpu_64_earlier_h200.json",
                "bench_train_gpu_64_h100.json",  # the overlapped step beside the synchronous one
                # on one machine, one call after the other: the whole cache, then the filled kernel at 8 rows
-               "bench_train_gpu_carveout_h100.json", "bench_train_gpu_filled_h100.json",
-               # two calls on one machine: the card split between the decode and the step beside it
-               "bench_train_gpu_split_h100.json", "bench_train_gpu_64_split_h100.json",
-               # three calls on one machine: two steps' rows decoded as one batch (grpo.max_staleness=2)
-               "bench_train_gpu_stale2_h100.json",
-               # a fourth call, on another H100 machine: its staleness-2 run died after its last step, no row
-               "bench_train_gpu_stale2_call4_h100.json",
-               # one call each, the overlapped step beside the synchronous one, the correction in the loss's forward
-               "bench_train_gpu_overlap_h100.json", "bench_train_gpu_64_overlap_h100.json",
-               # the run of train_step_profile_64_overlap_h100.json, its profiled step left out
-               "bench_train_gpu_64_profile_h100.json"]
-# files whose every row is the mean of the steady steps in its steps file (one call or several merged)
-MERGED_CALL_FILES = ["bench_train_gpu_split_h100.json", "bench_train_gpu_64_split_h100.json",
-                     "bench_train_gpu_stale2_h100.json",
-                     "bench_train_gpu_stale2_call4_h100.json",
-                     "bench_train_gpu_overlap_h100.json", "bench_train_gpu_64_overlap_h100.json",
-               # the run of train_step_profile_64_overlap_h100.json, its profiled step left out
-               "bench_train_gpu_64_profile_h100.json"]
+               "bench_train_gpu_carveout_h100.json", "bench_train_gpu_filled_h100.json", *STEADY_MEAN_FILES]
 
 
 @pytest.mark.parametrize("name", TRAIN_FILES)
@@ -87,7 +82,7 @@ def test_a_one_call_file_holds_the_earlier_settings_beside_salons_and_each_rows_
         assert row == pytest.approx(means, abs=1e-6), engine
 
 
-@pytest.mark.parametrize("name", MERGED_CALL_FILES)
+@pytest.mark.parametrize("name", STEADY_MEAN_FILES)
 def test_a_merged_files_rows_are_the_means_of_their_steady_steps(name):
     report = json.loads((RESULTS / name).read_text())
     runs = json.loads(steps_file(name).read_text())["runs"]
