@@ -3,6 +3,8 @@ against the kernel as a git revision wrote it, in one run.
 
     python benchmarks/probe_filled_attention.py --against 9277e0d --json benchmarks/results/probe_filled_attention_tiles_h200.json
     python benchmarks/probe_filled_attention.py --batches 64 --blocks 64 --splits 256,512 --warps 4 --stages 2,3,4
+    git show REV:train/engine/decode_attention.py > against.py   # for a machine with no git history
+    python benchmarks/probe_filled_attention.py --against against.py
 
 Qwen3-1.7B's attention shape (16 query heads on 8 KV heads of 128), bf16, a static cache of a 768-token
 prompt bucket + 2,048 new tokens, every 8 rows one prompt (a GRPO group), prompts of 600 tokens
@@ -102,14 +104,18 @@ def time_graph(calls, iters: int) -> tuple[float, object]:
 
 def module_at(ref: str):
     """train/engine/decode_attention.py as `ref` wrote it (train/decode_attention.py before the engine had a
-    room of its own), loaded apart from this tree's (its op renamed, so both register)."""
-    for where in ("train/engine/decode_attention.py", "train/decode_attention.py"):
-        shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:{where}"], capture_output=True, text=True)
-        if shown.returncode == 0:
-            break
+    room of its own), or the file `ref` names (a copy made where git is, for a machine without the
+    history), loaded apart from this tree's (its op renamed, so both register)."""
+    if Path(ref).is_file():
+        text = Path(ref).read_text()
     else:
-        raise SystemExit(f"--against {ref}: {shown.stderr.strip()}")
-    text = shown.stdout
+        for where in ("train/engine/decode_attention.py", "train/decode_attention.py"):
+            shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:{where}"], capture_output=True, text=True)
+            if shown.returncode == 0:
+                break
+        else:
+            raise SystemExit(f"--against {ref}: {shown.stderr.strip()}")
+        text = shown.stdout
     text = text.replace('"salon::filled_decode_attention"', '"salon_against::filled_decode_attention"')
     path = Path(tempfile.mkdtemp()) / "decode_attention_against.py"
     path.write_text(text)
@@ -133,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--splits", default="256,512,1024,4096", help="4096: one program a tile and head")
     ap.add_argument("--warps", default="4,8")
     ap.add_argument("--stages", default="2,3")
-    ap.add_argument("--against", default="", help="a git revision whose kernel is timed beside this tree's")
+    ap.add_argument("--against", default="", help="a git revision (or a copy of the module) whose kernel is timed "
+                    "beside this tree's")
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--json", default="")
     args = ap.parse_args(argv)

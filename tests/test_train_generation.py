@@ -582,7 +582,8 @@ def test_the_decode_kernels_compile_for_the_h200():
     tile = compiled(da._tile_kernel, ["*bf16"] * 3 + ["*i64"] + ["*i32"] * 3 + ["*fp32"] * 3 + ["i32"] * 16 + ["fp32"],
                     dict(G=2, R=da.GROUP_ROWS, M=16, D=128, BLOCK=da.BLOCK_N, SLICE=da.SPLIT, IEEE=False),
                     num_warps=da.NUM_WARPS, num_stages=da.NUM_STAGES)
-    merge = compiled(da._merge_kernel, ["*fp32"] * 3 + ["*bf16"] + ["i32"] * 8, dict(SP=32, D=128), num_warps=4)
+    merge = compiled(da._merge_kernel, ["*fp32"] * 3 + ["*bf16", "*i32"] + ["i32"] * 8,
+                     dict(SLICE=da.SPLIT, SP=32, D=128), num_warps=4)
     for kernel in (tile, merge):
         assert kernel.asm["cubin"] and ".target sm_90" in kernel.asm["ptx"]
 

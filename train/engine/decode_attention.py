@@ -27,7 +27,10 @@ any row's prompt uses (the bucket's left padding before it is skipped), end the 
 far, read from a device tensor, so one captured CUDA graph serves every step. Each program takes
 one (tile of query rows, KV head, slice of positions), folds the KV head's query heads into the tile
 (grouped query attention without repeating K and V) and keeps an online softmax in float32; a second
-kernel merges the slices by their log-sum-exp.
+kernel merges the slices by their log-sum-exp. The launch is as large as the longest call could need
+(the graph is captured once), so most programs have nothing to read: the prompt's positions have
+passed, the new ones are not filled yet, or the tile serves no row. Those return before loading
+anything, and the merge knows from the bounds which slices were written.
 
 Rows with the same prompt (the completions of one GRPO group) hold the same prompt keys and values,
 so the prompt positions are read once for up to GROUP_ROWS of them: a program serves a tile of query
@@ -160,8 +163,14 @@ if triton is not None:
         end = tl.load(Bounds + 1)
         prompt_end = tl.load(Bounds + 2)
         prompt = t >= rows
-        lo = tl.maximum(s * SLICE, tl.where(prompt, begin, prompt_end))
-        hi = tl.minimum((s + 1) * SLICE, tl.where(prompt, prompt_end, end))
+        # slices count from the start of the tile's part (the prompt's, or the row's new positions), so the
+        # positions read fill the fewest programs, and each program that serves no row or reads nothing
+        # returns at once: most of the grid is such, and its loads and stores were a fixed cost every layer
+        first = tl.where(prompt, begin, prompt_end)
+        lo = first + s * SLICE
+        hi = tl.minimum(lo + SLICE, tl.where(prompt, prompt_end, end))
+        if (lo >= hi) | (tl.load(Slots + t * R) < 0):
+            return
         offs_m = tl.arange(0, M)  # query row m: the tile's slot m // G, the KV head's query head m % G
         slot = offs_m // G
         row = tl.load(Slots + t * R + slot, mask=slot < R, other=-1)
@@ -175,9 +184,9 @@ if triton is not None:
         m_i = tl.full([M], float("-inf"), tl.float32)
         l_i = tl.zeros([M], tl.float32)
         acc = tl.zeros([M, D], tl.float32)
-        for start in range((lo // BLOCK) * BLOCK, hi, BLOCK):
+        for start in range(lo, hi, BLOCK):
             offs_n = start + tl.arange(0, BLOCK)
-            inside = (offs_n >= lo) & (offs_n < hi)
+            inside = offs_n < hi
             # the mask of the row the keys come from: the tile's rows share it over the prompt (one prompt,
             # one left padding), and a row's own tile is that row
             keep = inside & (tl.load(Mask + kv_row * stride_mb + offs_n, mask=inside, other=0) != 0)
@@ -201,16 +210,14 @@ if triton is not None:
                 acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
             m_i = m_new
         part = s + tl.where(prompt, 0, slices)  # a row's slices: its prompt's, then its own
-        # a slice past the positions read has no sum to keep (the merge gives it no weight, unread):
-        # most of them are, the prompt's slices after it and the new positions' not yet filled
         tl.store(O + row[:, None] * stride_ob + heads[:, None] * stride_oh + part * stride_os + offs_d[None, :], acc,
-                 mask=live[:, None] & (lo < hi))
+                 mask=live[:, None])
         tl.store(Mx + row * stride_xb + heads * stride_xh + part, m_i, mask=live)
         tl.store(Sm + row * stride_xb + heads * stride_xh + part, l_i, mask=live)
 
     @triton.jit
-    def _merge_kernel(Part, Top, Total, O, stride_pb, stride_ph, stride_ps, stride_tb, stride_th, stride_ob, stride_oh,
-                      S, SP: tl.constexpr, D: tl.constexpr):
+    def _merge_kernel(Part, Top, Total, O, Bounds, stride_pb, stride_ph, stride_ps, stride_tb, stride_th, stride_ob,
+                      stride_oh, slices, SLICE: tl.constexpr, SP: tl.constexpr, D: tl.constexpr):
         # one program per (row, head): the slices' partial sums weighed by their log-sum-exp, written in
         # the output's dtype. One kernel per layer where torch ops took nine: inside a captured graph
         # each tiny kernel costs its launch gap, and 28 layers of nine were most of the card's idle time
@@ -218,13 +225,20 @@ if triton is not None:
         h = tl.program_id(1)
         offs_s = tl.arange(0, SP)
         offs_d = tl.arange(0, D)
-        live = offs_s < S
-        top = tl.load(Top + b * stride_tb + h * stride_th + offs_s, mask=live, other=float("-inf"))
-        total = tl.load(Total + b * stride_tb + h * stride_th + offs_s, mask=live, other=0.0)
-        read = top != float("-inf")  # a slice with nothing read: no weight, and its sum is not stored
+        begin = tl.load(Bounds)
+        end = tl.load(Bounds + 1)
+        prompt_end = tl.load(Bounds + 2)
+        # the slices the tile kernel read (its others returned at once, storing nothing): the prompt's
+        # [begin, prompt_end), then the row's own [prompt_end, end), each from its part's start
+        own = offs_s >= slices
+        start = tl.where(own, prompt_end + (offs_s - slices) * SLICE, begin + offs_s * SLICE)
+        stored = (offs_s < 2 * slices) & (start < tl.where(own, end, prompt_end))
+        top = tl.load(Top + b * stride_tb + h * stride_th + offs_s, mask=stored, other=float("-inf"))
+        total = tl.load(Total + b * stride_tb + h * stride_th + offs_s, mask=stored, other=0.0)
+        read = top != float("-inf")  # a slice whose positions were all masked (left padding) has no weight
         weight = tl.where(read, tl.exp(top - tl.max(top, 0)), 0.0)
         part = tl.load(Part + b * stride_pb + h * stride_ph + offs_s[:, None] * stride_ps + offs_d[None, :],
-                       mask=(live & read)[:, None], other=0.0)
+                       mask=read[:, None], other=0.0)
         out = tl.sum(part * weight[:, None], 0) / tl.sum(total * weight, 0)
         tl.store(O + b * stride_ob + h * stride_oh + offs_d, out.to(O.dtype.element_ty))
 
@@ -250,9 +264,9 @@ if triton is not None:
             scale, G=groups, R=rows_per_tile, M=max(16, triton.next_power_of_2(rows_per_tile * groups)), D=dim,
             BLOCK=block, SLICE=split, IEEE=query.dtype == torch.float32, num_warps=warps, num_stages=stages)
         out = torch.empty((batch, 1, heads, dim), dtype=query.dtype, device=query.device)
-        _merge_kernel[(batch, heads)](part, top, total, out, part.stride(0), part.stride(1), part.stride(2),
-                                      top.stride(0), top.stride(1), out.stride(0), out.stride(2), 2 * slices,
-                                      SP=max(2, triton.next_power_of_2(2 * slices)), D=dim, num_warps=4)
+        _merge_kernel[(batch, heads)](part, top, total, out, bounds, part.stride(0), part.stride(1), part.stride(2),
+                                      top.stride(0), top.stride(1), out.stride(0), out.stride(2), slices,
+                                      SLICE=split, SP=max(2, triton.next_power_of_2(2 * slices)), D=dim, num_warps=4)
         return out
 
     # an opaque op for torch.compile: Triton compiles the kernel in this process at the first (eager)
