@@ -35,6 +35,7 @@ from salon.train.checkpoints import checkpoint_step, resume_checkpoint
 from salon.train.config import TrainConfig, load_config
 from salon.train.engine.choice import (check_single_process_engine, generation_engine, generation_kwargs,
                                        resolve_generation, rollout_for, trainable_dtypes_kept)
+from salon.train.update.adapter_casts import skip_undone_casts
 from salon.train.update.partial_checkpointing import keep_partial
 from salon.train.record.run_folder import move_earlier_run_aside, refuse_second_run
 
@@ -317,6 +318,7 @@ def train(cfg: TrainConfig) -> dict:
                 adapter.before_judging = rollout.whole_card_if_done
         if cfg.grpo.gradient_checkpointing and cfg.grpo.gradient_checkpointing_layers < 1.0:
             keep_partial(trainer.model, cfg.grpo.gradient_checkpointing_layers)
+        skip_undone_casts(trainer.model)  # exact: the LoRA input casts that autocast casts back
         if cfg.grpo.causal_loss:
             install_causal_loss(trainer)
         if rollout is not None and rollout is not engine and cfg.grpo.max_staleness:

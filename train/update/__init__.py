@@ -2,6 +2,7 @@
 by a `grpo.` setting and installed by the recipe (salon.train.recipe) after the trainer is built.
 
     install(trainer)          # causal_loss: grpo.causal_loss, padding moved to each row's end
+    skip_undone_casts(model)  # adapter_casts: always; the LoRA input casts autocast casts back, skipped
     keep_partial(model, 0.5)  # partial_checkpointing: grpo.gradient_checkpointing_layers
     install(trainer, engine)  # update_per_group: grpo.update_per_group, a micro-batch's update while
                               # the step's later paintings render
