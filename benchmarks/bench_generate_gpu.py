@@ -74,11 +74,13 @@ def sync(device) -> None:
         torch.cuda.synchronize()
 
 
-def bound_tokens_per_s(cfg, weight_bytes: int, batch: int, prompt: int, tokens: int, bandwidth: float) -> float:
-    """batch tokens per decode step; a step reads the weights and the mean KV cache once."""
+def bound_tokens_per_s(cfg, weight_bytes: int, batch: int, prompt: int, tokens: int, bandwidth: float,
+                       rows_per_prompt: int = 1) -> float:
+    """batch tokens per decode step; a step reads the weights and the mean KV cache once, each prompt's
+    keys and values once for the `rows_per_prompt` rows that share it (a GRPO group's completions)."""
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
     kv_per_token = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * head_dim * 2  # K and V, bf16
-    return batch * bandwidth / (weight_bytes + batch * (prompt + tokens / 2) * kv_per_token)
+    return batch * bandwidth / (weight_bytes + batch * (prompt / rows_per_prompt + tokens / 2) * kv_per_token)
 
 
 def lora_policy(folder: str, device, dtype):

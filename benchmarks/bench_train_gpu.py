@@ -172,13 +172,14 @@ def generation_bound(timings: Timings, step: int, cfg, nbytes: int, bandwidth: f
                      whole_step: bool = False) -> float:
     """bench_generate_gpu's bound for one step's generation: its rows generated at once (a call's, or
     with grpo.update_per_group, `whole_step`, every row of the step: the first call generates them all),
-    their mean prompt and completion lengths."""
+    their mean prompt and completion lengths, each prompt read once for its group's rows (the least any
+    engine reads; the `filled` kernel reads it so: a bound counting it once a row was passed)."""
     rows = timings.rows.get(step, 0)
     if not rows:
         return float("nan")
     at_once = rows if whole_step else rows / timings.calls[step]
     return bound_tokens_per_s(cfg, nbytes, at_once, timings.prompt_tokens[step] / rows, timings.tokens[step] / rows,
-                              bandwidth)
+                              bandwidth, rows_per_prompt=min(NUM_GENERATIONS, at_once))
 
 
 def run_dir(args, engine: str, gpu_render: str) -> Path:
