@@ -51,9 +51,9 @@ two whole pairs) of:
   generation_s    TRL's `_generate` (tokenize, generate, decode)
   tokens_per_s    completion tokens generated / generation_s
   generation_share_of_bound  tokens_per_s against bench_generate_gpu.py's memory-bandwidth bound for
-                  the step's generation: its rows generated at once, their mean prompt and
-                  completion lengths, the policy's weight bytes, the copy bandwidth measured in
-                  the engine's process after its run
+                  the step's generation: its rows generated at once, their mean prompt (read
+                  once for a group's rows) and completion lengths, the policy's weight bytes,
+                  the copy bandwidth measured in the engine's process after its run
   render_wait_s   the reward's wait for paintings (salon/time/render_wait_s; rendering starts at
                   generation time, so most of it overlaps TRL's log-prob passes), over every reward
                   call of the step (several with grpo.update_per_group: one a micro-batch)

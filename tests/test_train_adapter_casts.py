@@ -33,10 +33,7 @@ def policy(dropout: float = 0.0):
     base = Qwen3ForCausalLM(Qwen3Config(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=LAYERS,
                                         num_attention_heads=4, num_key_value_heads=2, head_dim=8))
     model = get_peft_model(base.to(torch.bfloat16), LoraConfig(r=4, lora_alpha=8, lora_dropout=dropout,
-                                                               target_modules="all-linear"))
-    for name, p in model.named_parameters():
-        if "lora_B" in name:
-            torch.nn.init.normal_(p)
+                                                               target_modules="all-linear", init_lora_weights=False))
     assert {p.dtype for n, p in model.named_parameters() if "lora_" in n} == {torch.float32}
     return model
 
