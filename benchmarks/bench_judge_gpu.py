@@ -10,7 +10,8 @@ times, side by side in one run, for 600x600 paintings:
             batched (sharing="off" in TransformersPairwiseJudge);
   * salon:  the prefix-sharing path (each distinct image through the vision tower once, each
             first-shown prefix once, suffixes batched on its KV cache), one comparison per
-            forward pass and batched, with reference encodings cold and cached;
+            forward pass and batched, with reference encodings cold and cached, and its best
+            batching again on transformers' own RMSNorm and MLP forwards (fused_layers=False);
 
 on a GRPO group: 8 paintings x 4 references x 2 orders = 64 comparisons. It also measures the
 card's bf16 matmul rate and reports the fraction of it each path reaches (FLOPs counted from the
@@ -219,9 +220,10 @@ def main():
     model, processor = build(device)
     print(f"built model in {time.perf_counter() - t:.1f}s", flush=True)
 
-    def judge(sharing, tokens):
+    def judge(sharing, tokens, fused=True):  # the model's forwards follow the judge made last (fused_layers)
         return TransformersPairwiseJudge.from_loaded(model, processor, TransformersJudgeConfig(
-            model="random-Qwen2.5-VL-7B", sharing=sharing, max_batch_tokens=tokens, device=device))
+            model="random-Qwen2.5-VL-7B", sharing=sharing, max_batch_tokens=tokens, device=device,
+            fused_layers=fused))
 
     imgs = paintings(12, seed=1)
     cands, refs = imgs[:8], [Reference.from_image(im, id=f"ref{i}") for i, im in enumerate(imgs[8:])]
@@ -239,7 +241,7 @@ def main():
 
     # stock first: a sharing judge switches the (shared) vision tower to bucketed attention
     pairs = [(cands[i], refs[j].image) for i in range(8) for j in range(4)][:8]
-    stock1 = judge("off", 1)
+    stock1 = judge("off", 1, fused=False)  # stock: transformers' processor, forward and layers
     p_stock = np.array(stock1.first_wins(pairs))
     n_img = int(processor.image_processor(images=[cands[0]], return_tensors="pt")["image_grid_thw"].prod()) // 4
     res["image_tokens"] = n_img
@@ -248,7 +250,7 @@ def main():
     stock_groups = {}
     for bs in (16, 64):
         try:
-            stock = judge("off", bs * (2 * n_img + 100))
+            stock = judge("off", bs * (2 * n_img + 100), fused=False)
             stock_groups[bs], _ = timed(lambda: stock.judge(cands, refs), reps=2, warmup=1)
         except torch.cuda.OutOfMemoryError as e:
             rows[f"stock, batches of {bs}"] = {"error": str(e)[:200]}
@@ -303,6 +305,13 @@ def main():
     cmps = [(i, 8 + r) for i in range(8) for r in range(4)] + [(8 + r, i) for i in range(8) for r in range(4)]
     lm_t, _ = timed(lambda: runner.first_wins(encoded, cmps, best_tokens), reps=3)
     res["breakdown_s"] = {"preprocess_12_images": prep, "vision_12_images": enc_t, "language_model_64": lm_t}
+    # the same judge on transformers' own RMSNorm and MLP forwards: what the fused layers save, and their answers
+    unfused = judge("on", best_tokens, fused=False)
+    sec, times = timed(cold(unfused), reps=5, warmup=1)
+    record(f"salon shared, {best_tokens} tok/batch, refs cold, transformers' layers", sec, 64, f_fast)
+    res["max_abs_p_diff_fused_vs_unfused"] = float(np.abs(np.array(unfused.first_wins(pairs)) - p_fast).max())
+    print(f"max |p_fused - p_unfused| over {len(pairs)} pairs: {res['max_abs_p_diff_fused_vs_unfused']:.4f}",
+          flush=True)
     res["flops_per_group"] = {"stock": f_stock, "shared": f_fast}
     res["peak_memory_gib"] = torch.cuda.max_memory_allocated() / 2**30 if device == "cuda" else None
     res["results"] = rows

@@ -10,7 +10,8 @@ P("A") vs P("B") from the answer logits (no text parsing). Every pair is shown i
 Qwen-VL-family models run on the prefix-sharing path of vlm_shared.py (each image encoded once,
 each first-shown prefix computed once; a reference's encoding and its prefix are kept between
 calls, keyed by the hash of its pixels); others, or `sharing="off"`, run the stock processor +
-forward pass in batches. bf16 on GPU, float32 on CPU.
+forward pass in batches. bf16 on GPU, float32 on CPU. On CUDA each RMSNorm and each MLP's gated SiLU
+runs as one kernel (fused_layers.py; `fused_layers=False`: transformers' own).
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ class TransformersJudgeConfig:
     reference_cache: Annotated[int, at_least(0)] = 512  # encoded reference images kept between calls
     # references' prompt prefixes (their LM key/value caches) kept between calls
     prefix_cache: Annotated[int, at_least(0)] = 64
+    # on CUDA, each RMSNorm and each MLP's gated SiLU one kernel (fused_layers.py): the same answers
+    fused_layers: bool = True
 
     def __post_init__(self):
         problems = field_problems(self)
@@ -96,6 +99,14 @@ class TransformersPairwiseJudge:
             size = dict(getattr(processor.image_processor, "size", None) or {})
             self._image_kwargs["size"] = {**size, "longest_edge": config.max_pixels}
         processor.tokenizer.padding_side = "left"  # the answer position is the last one
+        from salon.judges.fused_layers import fuse_layers, unfuse_layers
+
+        if config.fused_layers:  # a model given to from_loaded is the caller's: its forwards follow this config
+            fused = fuse_layers(model)
+            if fused:
+                log.info("judge %s: %d RMSNorms and MLPs run fused", config.model, fused)
+        else:
+            unfuse_layers(model)
         self.answer_ids = self._answer_ids()
         self._runner = self._shared_runner() if config.sharing != "off" else None
         self._refs: OrderedDict = OrderedDict()  # image key -> its encoding
