@@ -148,19 +148,21 @@ def main(argv: list[str] | None = None) -> int:
         print("probe_filled_attention needs a CUDA device and Triton", file=sys.stderr)
         return 2
     ints = lambda text: [int(x) for x in text.split(",") if x]  # noqa: E731
-    today = {"block": da.BLOCK_N, "split": da.SPLIT, "warps": da.NUM_WARPS, "stages": da.NUM_STAGES}
+    def today_at(batch: int) -> dict:  # the tiling the decode runs at this many rows (da.split_for)
+        split = da.split_for(batch)
+        return {"block": min(da.BLOCK_N, split), "split": split, "warps": da.NUM_WARPS, "stages": da.NUM_STAGES}
+
     tilings = [dict(block=b, split=s, warps=w, stages=st) for b, s, w, st in itertools.product(
         ints(args.blocks), ints(args.splits), ints(args.warps), ints(args.stages)) if s % b == 0]
-    if today not in tilings:
-        tilings.insert(0, today)
+    today = {batch: today_at(batch) for batch in ints(args.batches)}
     against = module_at(args.against) if args.against else None
     bandwidth = copy_bandwidth(torch.device("cuda"))
     print(f"{torch.cuda.get_device_name()}: copy bandwidth {bandwidth / 1e12:.2f} TB/s; {len(tilings)} tilings; "
-          f"today's {today}" + (f"; against {args.against}" if against else ""), flush=True)
+          f"today's by rows {today}" + (f"; against {args.against}" if against else ""), flush=True)
     rows = []
     for batch, filled in itertools.product(ints(args.batches), ints(args.filled)):
         q, caches, mask, prompts, want, nbytes = shape(batch, filled)
-        runs = [("this tree", da, tiling) for tiling in tilings]
+        runs = [("this tree", da, tiling) for tiling in tilings + [today[batch]] * (today[batch] not in tilings)]
         if against is not None:
             runs.append((args.against, against, {}))
         measured = []
@@ -176,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
                    "tb_per_s": round(nbytes / us / 1e6, 3),
                    "share_of_copy_bandwidth": round(nbytes / us * 1e6 / bandwidth, 4),
                    "max_abs_diff": float((out.float() - want).abs().max()),
-                   "today": module is da and tiling == today}
+                   "today": module is da and tiling == today[batch]}
             measured.append(row)
             rows.append(row)
         print(f" batch {batch}, {filled} new tokens ({nbytes / 1e6:.0f} MB a call):", flush=True)

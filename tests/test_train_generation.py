@@ -559,18 +559,20 @@ def test_the_decode_kernel_equals_sdpa_under_tritons_interpreter():
 
 
 def test_the_decode_kernels_compile_for_the_h200():
-    """What Triton's interpreter cannot show: the tile and merge kernels at the tiling the decode runs, with
-    Qwen3-1.7B's heads in bf16, compiled for sm_90."""
+    """What Triton's interpreter cannot show: the tile and merge kernels at the tilings the decode runs (many
+    rows, and few: da.split_for), with Qwen3-1.7B's heads in bf16 and a 2,816-position cache, compiled for
+    sm_90."""
     triton = pytest.importorskip("triton")
     from salon.train.engine import decode_attention as da
     from triton_support import compile_for_sm90
 
-    split = da.SPLIT
-    compile_for_sm90(da._tile_kernel, ["*bf16"] * 3 + ["*i64"] + ["*i32"] * 3 + ["*fp32"] * 3 + ["i32"] * 16
-                     + ["fp32"], dict(G=2, R=da.GROUP_ROWS, M=16, D=128, BLOCK=min(da.BLOCK_N, split), SLICE=split,
-                                      IEEE=False), num_warps=da.NUM_WARPS, num_stages=da.NUM_STAGES)
-    compile_for_sm90(da._merge_kernel, ["*fp32"] * 3 + ["*bf16", "*i32"] + ["i32"] * 8,
-                     dict(SLICE=split, SP=triton.next_power_of_2(2 * -(-2816 // split)), D=128), num_warps=4)
+    assert da.split_for(64) == da.SPLIT and da.split_for(da.FEW_ROWS) == da.FEW_ROWS_SPLIT
+    for split in (da.SPLIT, da.FEW_ROWS_SPLIT):
+        compile_for_sm90(da._tile_kernel, ["*bf16"] * 3 + ["*i64"] + ["*i32"] * 3 + ["*fp32"] * 3 + ["i32"] * 16
+                         + ["fp32"], dict(G=2, R=da.GROUP_ROWS, M=16, D=128, BLOCK=min(da.BLOCK_N, split),
+                                          SLICE=split, IEEE=False), num_warps=da.NUM_WARPS, num_stages=da.NUM_STAGES)
+        compile_for_sm90(da._merge_kernel, ["*fp32"] * 3 + ["*bf16", "*i32"] + ["i32"] * 8,
+                         dict(SLICE=split, SP=triton.next_power_of_2(2 * -(-2816 // split)), D=128), num_warps=4)
 
 
 def test_generation_in_waves_gives_each_group_whole_and_the_same_tokens(trained):

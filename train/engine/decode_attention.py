@@ -75,6 +75,11 @@ KEY_CHUNK = 256  # buckets: the positions a step attends, rounded up to a multip
 # (decode.FILLED_FROM_ROWS).
 BLOCK_N = 128  # positions per inner step of a program
 SPLIT = 512  # positions per program (a multiple of BLOCK_N)
+# At few rows a step's programs are too few to keep the card's memory busy: each reads fewer positions, so more
+# of them run at once. On an H100 at 8 rows a layer took 9.9, 16.4, 21.6 and 34.0 us at 64, 512, 1,024 and
+# 2,048 new tokens with 128 a program, against 12.9, 18.5, 23.5 and 34.1 with 512; at 16 rows no split was
+# faster by more than 2 us (results/probe_filled_attention_splits_h100.json)
+FEW_ROWS, FEW_ROWS_SPLIT = 8, 128
 NUM_WARPS, NUM_STAGES = 4, 2  # the tile kernel's warps per program and software-pipelining depth
 # rows of one prompt a tile serves over the prompt positions: with Qwen3-1.7B's 2 query heads a KV
 # head, 16 query rows, the smallest tile the tensor cores take
@@ -251,6 +256,7 @@ if triton is not None:
         batch, heads, _, dim = query.shape
         kv, length = key.shape[1], key.shape[2]
         groups, rows_per_tile = heads // kv, slots.shape[1]
+        block = min(block, split)  # a program's positions in one inner step at most
         slices = triton.cdiv(length, split)
         q = query.reshape(batch, heads, dim)
         part = torch.empty((batch, heads, 2 * slices, dim), dtype=torch.float32, device=query.device)
@@ -275,12 +281,18 @@ if triton is not None:
     def _filled_decode_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor,
                                  bounds: torch.Tensor, slots: torch.Tensor, kv_row: torch.Tensor,
                                  scale: float) -> torch.Tensor:
-        return run_kernel(_tile_kernel, query, key, value, mask, bounds, slots, kv_row, scale)
+        return run_kernel(_tile_kernel, query, key, value, mask, bounds, slots, kv_row, scale,
+                          split=split_for(query.shape[0]))
 
     @_filled_decode_attention.register_fake
     def _(query, key, value, mask, bounds, slots, kv_row, scale):
         batch, heads, _, dim = query.shape
         return query.new_empty((batch, 1, heads, dim))
+
+
+def split_for(rows: int) -> int:
+    """Positions per program for a decode of `rows` rows."""
+    return FEW_ROWS_SPLIT if rows <= FEW_ROWS else SPLIT
 
 
 def supported(query_heads: int, kv_heads: int, head_dim: int) -> bool:
