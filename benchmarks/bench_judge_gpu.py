@@ -307,7 +307,7 @@ def main():
     res["breakdown_s"] = {"preprocess_12_images": prep, "vision_12_images": enc_t, "language_model_64": lm_t}
     # the same judge on transformers' own RMSNorm and MLP forwards: what the fused layers save, and their answers
     unfused = judge("on", best_tokens, fused=False)
-    sec, times = timed(cold(unfused), reps=5, warmup=1)
+    sec, _ = timed(cold(unfused), reps=5, warmup=1)
     record(f"salon shared, {best_tokens} tok/batch, refs cold, transformers' layers", sec, 64, f_fast)
     res["max_abs_p_diff_fused_vs_unfused"] = float(np.abs(np.array(unfused.first_wins(pairs)) - p_fast).max())
     print(f"max |p_fused - p_unfused| over {len(pairs)} pairs: {res['max_abs_p_diff_fused_vs_unfused']:.4f}",

@@ -148,13 +148,11 @@ def main(argv: list[str] | None = None) -> int:
         print("probe_filled_attention needs a CUDA device and Triton", file=sys.stderr)
         return 2
     ints = lambda text: [int(x) for x in text.split(",") if x]  # noqa: E731
-    def today_at(batch: int) -> dict:  # the tiling the decode runs at this many rows (da.split_for)
-        split = da.split_for(batch)
-        return {"block": min(da.BLOCK_N, split), "split": split, "warps": da.NUM_WARPS, "stages": da.NUM_STAGES}
-
     tilings = [dict(block=b, split=s, warps=w, stages=st) for b, s, w, st in itertools.product(
         ints(args.blocks), ints(args.splits), ints(args.warps), ints(args.stages)) if s % b == 0]
-    today = {batch: today_at(batch) for batch in ints(args.batches)}
+    # the tiling the decode runs at each number of rows (da.split_for)
+    today = {batch: {"block": da.BLOCK_N, "split": da.split_for(batch), "warps": da.NUM_WARPS,
+                     "stages": da.NUM_STAGES} for batch in ints(args.batches)}
     against = module_at(args.against) if args.against else None
     bandwidth = copy_bandwidth(torch.device("cuda"))
     print(f"{torch.cuda.get_device_name()}: copy bandwidth {bandwidth / 1e12:.2f} TB/s; {len(tilings)} tilings; "

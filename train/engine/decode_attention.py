@@ -79,7 +79,7 @@ SPLIT = 512  # positions per program (a multiple of BLOCK_N)
 # of them run at once. On an H100 at 8 rows a layer took 9.9, 16.4, 21.6 and 34.0 us at 64, 512, 1,024 and
 # 2,048 new tokens with 128 a program, against 12.9, 18.5, 23.5 and 34.1 with 512; at 16 rows no split was
 # faster by more than 2 us (results/probe_filled_attention_splits_h100.json)
-FEW_ROWS, FEW_ROWS_SPLIT = 8, 128
+FEW_ROWS, FEW_ROWS_SPLIT = 8, 128  # a multiple of BLOCK_N, as SPLIT
 NUM_WARPS, NUM_STAGES = 4, 2  # the tile kernel's warps per program and software-pipelining depth
 # rows of one prompt a tile serves over the prompt positions: with Qwen3-1.7B's 2 query heads a KV
 # head, 16 query rows, the smallest tile the tensor cores take
@@ -256,7 +256,6 @@ if triton is not None:
         batch, heads, _, dim = query.shape
         kv, length = key.shape[1], key.shape[2]
         groups, rows_per_tile = heads // kv, slots.shape[1]
-        block = min(block, split)  # a program's positions in one inner step at most
         slices = triton.cdiv(length, split)
         q = query.reshape(batch, heads, dim)
         part = torch.empty((batch, heads, 2 * slices, dim), dtype=torch.float32, device=query.device)
