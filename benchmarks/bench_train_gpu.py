@@ -76,7 +76,8 @@ slowest painting's time in its browser and in the text check), render_mean_s and
 means over the step's paintings), reward_s (the reward function:
 render wait, judging, the archive), logprob_s (the rest of TRL's rollout: the log-prob passes and its
 bookkeeping) and host_ms_per_step (the compiled engine's host time a decode step, its waits for the
-card left out), and the cores busy on average while generating and while rewarding, the machine's
+card left out), whole_card_s (how long the decode ahead ran on the whole card once the trainer waited for
+it: the card split), and the cores busy on average while generating and while rewarding, the machine's
 (generation_cores_machine, reward_cores_machine) and the bench's own process's (PHASE_cores_trainer: the
 judge's launches, decoding the paintings), and the CUDA caching allocator's alloc_retries and device_allocs
 over the step (a steady step that counts either churns memory between the judge's and the update's shapes),
@@ -275,6 +276,8 @@ def run_engine(args, engine: str, variant: list[str] | None, gpu_render: str) ->
                       "optimisation_s": timings.step[step] - rollout, "reward_s": reward,
                       "logprob_s": rollout - generate_call - reward,
                       "host_ms_per_step": h.get("salon/generation/host_ms_per_step", float("nan")),
+                      # how long the decode ahead ran on the whole card, the trainer waiting for it (overlap.py)
+                      "whole_card_s": h.get("salon/generation/whole_card_s", 0.0),
                       **timings.cores.get(step, {}), **timings.allocator.get(step, {})})
     memory = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else 0.0
     # after the peak is read: the copy's 2 GiB buffers stay out of it

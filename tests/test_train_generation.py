@@ -10,6 +10,8 @@ capture with its eager backend. About 10 s on two cores.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 import torch
 
@@ -384,6 +386,29 @@ def test_the_loop_measures_the_hosts_own_time_a_step(trained):
     steps = out.shape[1]
     assert steps == MAX_NEW and decoder.last_path == "loop"
     assert 0 < decoder.last_host_ms_per_step <= 1e3 * decoder.last_seconds / (steps - 2)
+
+
+def test_the_engine_calls_between_steps_before_each_decode_step_in_every_wave(trained):
+    """between_steps (the overlapped step's move to the whole card): once before each decode step after the
+    prefill, in each wave, in the decoding thread, and the tokens are those of a call without it."""
+    import threading
+
+    trainer, engine = trained
+    engine = CompiledGeneration(compile="off", prompt_bucket=16, waves=2)
+    engine.attach(trainer)
+    cfg = trainer.generation_config
+    saved = cfg.eos_token_id, cfg.do_sample
+    cfg.eos_token_id, cfg.do_sample = None, False  # every row decodes MAX_NEW tokens
+    calls = []
+    try:
+        plain = engine.generate(PROMPTS, trainer)["completion_ids"]
+        engine.between_steps = lambda: calls.append(threading.current_thread().name)
+        with ThreadPoolExecutor(1, thread_name_prefix="decoding") as thread:
+            hooked = thread.submit(engine.generate, PROMPTS, trainer).result()["completion_ids"]
+    finally:
+        cfg.eos_token_id, cfg.do_sample = saved
+    assert hooked == plain
+    assert len(calls) == 2 * (MAX_NEW - 1) and all(name.startswith("decoding") for name in calls)
 
 
 BUCKETS_NEW = 40  # new tokens for the bucket tests: with chunks of 8, the attended length crosses 5 boundaries

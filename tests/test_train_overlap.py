@@ -347,6 +347,61 @@ def test_the_trainer_takes_the_whole_card_back_once_the_generation_ahead_is_done
     rollout.close()
 
 
+def test_the_decode_moves_to_the_whole_card_only_while_the_trainer_waits_for_it(monkeypatch):
+    """With the card split, the decode's later steps go to a stream of the whole card once the trainer's thread
+    waits for it (its part idles then), after what the decode queued on its part; once per generation, and it
+    says how long it ran there. The streams are stood in for (a split needs a card); when to move is salon's."""
+    import threading
+    import time
+    import types
+    from concurrent.futures import Future
+
+    events = []
+
+    class Stream:
+        def __init__(self, name="the whole card", priority=0):
+            self.name = name
+
+        def wait_stream(self, other):
+            events.append(("wait", self.name, other.name))
+
+    part = Stream("its part")
+    current = [part]
+    monkeypatch.setattr(torch.cuda, "Stream", Stream)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: current[0])
+    monkeypatch.setattr(torch.cuda, "set_stream", lambda stream: (current.__setitem__(0, stream),
+                                                                   events.append(("on", stream.name))))
+    rollout = OverlappedRollout(sampler=None, staleness=1)
+    rollout.partition = types.SimpleNamespace(first=part)
+    rollout._decode_on_whole_card_once_free()  # the trainer works: the decode stays on its part
+    assert events == [] and current == [part]
+
+    generation, seen = Future(), []
+
+    def decode_a_while():  # the engine's thread, before each step, until the trainer's thread has waited
+        while not rollout.trainer_waits.is_set():
+            time.sleep(0.001)
+        for _ in range(3):
+            rollout._decode_on_whole_card_once_free()
+        seen.append(rollout.trainer_waits.is_set())
+        time.sleep(0.05)
+        generation.set_result({"completion_ids": []})
+
+    decoding = threading.Thread(target=decode_a_while)
+    decoding.start()
+    assert rollout._wait_for(generation) == {"completion_ids": []}
+    decoding.join()
+    assert seen == [True] and not rollout.trainer_waits.is_set()
+    assert events == [("wait", "the whole card", "its part"), ("on", "the whole card")]
+    sampler = types.SimpleNamespace(generate=lambda prompts, trainer: {"metrics": {}})
+    rollout.sampler = sampler
+    assert rollout.on_whole_card_since is not None
+    ran = rollout._generate_ahead([["a prompt"]], trainer=None, step=1)["metrics"]["whole_card_s"]
+    assert 0.04 < ran < 60 and rollout.on_whole_card_since is None
+    assert rollout._generate_ahead([["a prompt"]], trainer=None, step=1)["metrics"]["whole_card_s"] == 0.0
+    rollout.close()
+
+
 def test_auto_splits_no_card_on_a_cpu():
     from salon.train.config import load_config
     from salon.train.engine.choice import resolve_generation

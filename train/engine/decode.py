@@ -139,6 +139,9 @@ class StaticDecoder:
         # check and their tokens so far (EOS and the pad after it included), so their paintings can start
         # while the other rows decode; the check reads which rows are going anyway (one small copy more)
         self.on_finished = None
+        # called before each decode step, in the decoding thread, with nothing: it may change the thread's
+        # current CUDA stream (the overlapped step moves the decode's rest onto the whole card once it is free)
+        self.between_steps = None
         self.loop_error: str | None = None  # why the compiled loop was given up, if it was
 
     @property
@@ -319,6 +322,8 @@ class StaticDecoder:
                 if ended:
                     handed.update(ended)
                     self.on_finished(ended, out[ended, :i])
+            if self.between_steps is not None:
+                self.between_steps()
             mask[:, bucket + i - 1].fill_(1)  # the token fed now is attended from here on (fill_: no host copy)
             step, keys = self.step, None
             if span is not None:

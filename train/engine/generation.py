@@ -178,6 +178,8 @@ class CompiledGeneration:
         # called with (prompts, completion ids, their rows in the generation batch) of the rows that ended
         # (EOS) while others still decode, as the decode loop finds them (salon.train.engine.decode.SYNC_EVERY)
         self.on_finished = None
+        # called before each decode step, in the decoding thread (StaticDecoder.between_steps)
+        self.between_steps = None
         self.step_tokens: int | None = None  # TRL's loss tokens in the whole step (update_per_group)
         self._made: deque = deque()  # (prompts, output) of the step's micro-batches not yet asked for
         self.policy: MergedPolicy | None = None
@@ -254,6 +256,7 @@ class CompiledGeneration:
         eos = trainer.eos_token_ids
 
         def starting(wave: list[int]) -> None:  # rows that end early go to on_finished as the wave's prompts
+            self.decoder.between_steps = self.between_steps
             self.decoder.on_finished = None if self.on_finished is None else functools.partial(
                 self._finished, [prompts[i] for i in wave], wave, eos)
 

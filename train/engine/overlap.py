@@ -32,9 +32,11 @@ multiprocessors, and from the moment a generation starts ahead until it has fini
 next micro-batch or judge call, or its next rollout call) the trainer's thread works on a stream that owns the
 rest, so the judge's and the update's large kernels cannot hold the decode's multiprocessors (a running
 block is never preempted, and without the split each of a decode step's small kernels waits for one: on an
-H100 the decode ran at a third of its speed beside them). Outside that window the trainer has the whole card;
-the decode always has its part only (a step generated when TRL asks, the first of an epoch, decodes on it
-too). The update corrects for the stale sampler with each token's importance weight
+H100 the decode ran at a third of its speed beside them). Outside that window the trainer has the whole card.
+The decode starts on its part (a step generated when TRL asks, the first of an epoch, too), and once the
+trainer's thread waits for it (the step's update done before the decode: 8 rows) it queues the rest of its
+steps on the whole card, where the trainer's part would otherwise idle (logged as salon/generation/
+whole_card_s: how long it ran there). The update corrects for the stale sampler with each token's importance weight
 (salon.train.update.stale_correction).
 
 Per step the rollout logs, as salon/overlap/NAME: `staleness` (0, 1 or 2), `generation_s` (the sampler's own
@@ -54,6 +56,7 @@ import contextvars
 import functools
 import itertools
 import logging
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -132,6 +135,11 @@ class OverlappedRollout:
         # one thread for the sampler's whole life: torch.compile's CUDA graphs are recorded per thread
         self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="salon-generate")
         self.stream = None  # a CUDA stream of the engine's own, made in its thread on first use
+        # with the card split: set while the trainer's thread waits for the decode ahead (its part idles), and the
+        # decode's stream on the whole card, which it moves to then (made in the engine's thread on first use)
+        self.trainer_waits = threading.Event()
+        self.whole_card_stream = None
+        self.on_whole_card_since: float | None = None  # when the running decode moved there
         self.cuda = False  # whether the trainer (and so the sampler) is on CUDA: set by attach
         # (each step's prompt keys, their generation as one batch) of the next steps
         self.ahead: tuple[list[list[str]], Future] | None = None
@@ -208,7 +216,7 @@ class OverlappedRollout:
             out, wait = part.out, time.perf_counter() - t0
             self.steps["overlapped"] += 1
         elif ahead is not None and ahead[0][0] == keys and training:
-            whole = ahead[1].result()
+            whole = self._wait_for(ahead[1])
             self._trainer_on_whole_card()
             wait = time.perf_counter() - t0
             part, *self.kept = split_generation(whole, ahead[0], wait)
@@ -216,11 +224,11 @@ class OverlappedRollout:
             self.steps["overlapped"] += 1
         else:
             if ahead is not None:  # generated for other prompts (an evaluation came between): not these
-                ahead[1].result()
+                self._wait_for(ahead[1])
                 self._trainer_on_whole_card()
                 log.info("overlapped generation: the prompts generated ahead were not the step's; generating now")
             self.sampler.refresh(trainer)
-            out = self._in_thread(self.sampler.generate, prompts, trainer).result()
+            out = self._wait_for(self._in_thread(self.sampler.generate, prompts, trainer))
             wait = time.perf_counter() - t0
             part = Generated(keys, out, staleness=0, seconds=out["metrics"].get("seconds", wait), overlap=0.0)
             self.steps["synchronous"] += 1
@@ -272,10 +280,36 @@ class OverlappedRollout:
         torch.cuda.set_stream(self.whole_stream)
         self.whole_stream = None
 
+    def _wait_for(self, generation: Future) -> dict:
+        """The generation ahead's result. Meanwhile the trainer's thread queues nothing, so the decode may take its
+        part of the card too (_decode_on_whole_card_once_free)."""
+        self.trainer_waits.set()
+        try:
+            return generation.result()
+        finally:
+            self.trainer_waits.clear()
+
     # ---- the engine's thread -----------------------------------------------------------------------
+    def _decode_on_whole_card_once_free(self) -> None:
+        """Before each decode step (StaticDecoder.between_steps): once the trainer's thread waits for this decode,
+        the decode's later steps queue on a stream of the whole card, after what it queued on its part. Its part's
+        stream is not used again in this generation, and the generation ends with a sync of the stream it ended
+        on: a block its part's stream freed is reused only after that (the caching allocator keeps blocks per
+        stream), so nothing is read after it is written over."""
+        if self.on_whole_card_since is not None or not self.trainer_waits.is_set():
+            return
+        if self.whole_card_stream is None:
+            self.whole_card_stream = torch.cuda.Stream(priority=-100)  # out of range: torch maps it to the highest
+        self.whole_card_stream.wait_stream(torch.cuda.current_stream())
+        torch.cuda.set_stream(self.whole_card_stream)
+        self.on_whole_card_since = time.perf_counter()
+
     def _generate_ahead(self, steps: list[list], trainer, step: int) -> dict:
         """The completions of one or more steps' prompts (`steps`, the first for `step`), decoded as one batch."""
         out = self.sampler.generate([p for step_prompts in steps for p in step_prompts], trainer)
+        if self.partition is not None and "metrics" in out:
+            since, self.on_whole_card_since = self.on_whole_card_since, None
+            out["metrics"]["whole_card_s"] = 0.0 if since is None else time.perf_counter() - since
         if self.on_generated is not None:  # their paintings start now, while this step still learns
             for offset, (step_prompts, rows) in enumerate(zip(steps, step_rows(steps))):
                 self.on_generated(step_prompts, out["completion_ids"][rows], step=step + offset)
@@ -297,12 +331,19 @@ class OverlappedRollout:
             return fn(*args)
         if self.stream is None and self.partition is not None:
             self.stream = self.partition.first  # its own multiprocessors (generation_sms)
+            if hasattr(self.sampler, "between_steps"):  # the compiled engine's decode loop, in this thread
+                self.sampler.between_steps = self._decode_on_whole_card_once_free
         elif self.stream is None:
             # the highest priority the card offers: a decode step's small kernels go first when the judge's
             # or the update's large ones free a multiprocessor, so the step's longest part is slowed least
             self.stream = torch.cuda.Stream(priority=-100)  # out of range: torch maps it to the highest
         self.stream.wait_event(ready)
         with torch.cuda.stream(self.stream):
-            out = fn(*args)
-        self.stream.synchronize()  # done on the card before the next refresh overwrites the copy
+            try:
+                out = fn(*args)
+            finally:
+                # done on the card before the next refresh overwrites the copy: on its part or, where it moved
+                # there, on the whole card (after its part's work)
+                torch.cuda.current_stream().synchronize()
+                self.on_whole_card_since = None
         return out
