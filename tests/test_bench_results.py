@@ -33,7 +33,9 @@ STEADY_MEAN_FILES = [
     # one call: the decode kernel's empty programs returning at once, the LoRA's undone casts skipped
     "bench_train_gpu_64_casts_h100.json",
     # one call each on one machine: the judge's fused layers and the few-rows split; then the decode's part
-    "bench_train_gpu_fused_h100.json", "bench_train_gpu_sms_h100.json"]
+    "bench_train_gpu_fused_h100.json", "bench_train_gpu_sms_h100.json",
+    # one call: the decode ahead on the whole card once the trainer waits for it
+    "bench_train_gpu_whole_card_h100.json"]
 # measured while the bound counted each row's prompt, which the filled kernel reads once a group: its
 # synchronous decode passed that bound (bench_train_gpu.generation_bound counts a prompt once a group since)
 PER_ROW_PROMPT_BOUND = {"bench_train_gpu_64_casts_h100.json"}
