@@ -73,6 +73,44 @@ def test_the_copy_equals_the_policy_after_an_optimiser_step(trained):
     assert (merged - policy)[keep].abs().max().item() == pytest.approx(0, abs=LOGPROB_TOL)
 
 
+def test_a_float8_copy_reads_its_layers_products_from_float8_rows_remade_at_each_refresh(trained):
+    """generation_weights=fp8: every product of the decoder layers (q/k/v and gate/up fused, o and down plain)
+    reads float8 rows; the embeddings and the head do not. Its log-probs are near the policy's and not equal
+    (the rounding), and a refresh after the LoRA moved remakes the rows from the new folded weights."""
+    from salon.train.engine.fp8_linears import Fp8Linear, widened
+
+    trainer, engine = trained
+    copy = MergedPolicy(trainer.model, fuse_linears=True, fp8_weights=True)
+    layers = copy.model.model.layers
+    assert len(copy.fp8_products) == 4 * len(layers)
+    assert all(isinstance(layer.self_attn.o_proj, Fp8Linear) and isinstance(layer.mlp.down_proj, Fp8Linear)
+               and layer.self_attn.q_proj.stack.product is not None for layer in layers)
+    assert type(copy.model.lm_head) is torch.nn.Linear
+    names = {n for n, _ in copy.model.named_parameters()}
+    assert names == {n for n, _ in MergedPolicy(trainer.model, fuse_linears=True).model.named_parameters()}
+    inputs = padded(trainer, PROMPTS)
+    keep = inputs["attention_mask"].bool()
+    policy = logprobs(trainer.model, inputs["input_ids"], inputs["attention_mask"])[keep]
+    rounded = logprobs(copy.model, inputs["input_ids"], inputs["attention_mask"])[keep]
+    assert 100 * LOGPROB_TOL < (rounded - policy).abs().max() < 0.5
+    name, lora_b = next((n, p) for n, p in trainer.model.named_parameters() if "lora_B" in n and "o_proj" in n)
+    layer = int(name.split(".layers.")[1].split(".")[0])
+    o_proj = copy.model.model.layers[layer].self_attn.o_proj
+    before = o_proj.weight.detach().clone()
+    saved = lora_b.detach().clone()
+    try:
+        with torch.no_grad():
+            lora_b.normal_(0.0, 1.0)  # a LoRA far from the one the rows were made from
+        copy.refresh()
+        moved = (o_proj.weight - before).abs()
+        rows = widened(o_proj.product.q, o_proj.product.scale, torch.float32)
+        off = (rows - o_proj.weight).abs()
+        assert (off <= o_proj.weight.abs() / 16 + o_proj.product.scale[:, None]).all() and moved.max() > 10 * off.max()
+    finally:
+        with torch.no_grad():
+            lora_b.copy_(saved)
+
+
 def test_greedy_tokens_are_the_policys(trained):
     trainer, engine = trained
     engine(PROMPTS, trainer)  # brings the copy to the current step

@@ -241,6 +241,35 @@ def test_compiled_engine_records_trls_log_probs(policy, tmp_path):
     assert gap < TOL
 
 
+def test_a_float8_sampler_is_corrected_at_every_step_fresh_ones_too(policy, tmp_path):
+    """grpo.generation_weights=fp8 at staleness 0 (the recipe's wiring: every_step): the compiled engine samples from
+    float8 rows, so with an unchanged policy the weights are off 1 at every step (the first, fresh, included),
+    within the cap; the same run with the policy's own weights logs none."""
+    from salon.train.engine.generation import CompiledGeneration
+    from train_support import completion_chars, tiny_grpo_trainer
+
+    ranges = {}
+    for fp8 in (True, False):
+        engine = CompiledGeneration(compile="off", prompt_bucket=16, fp8_weights=fp8)
+        rollout = OverlappedRollout(engine, staleness=0)
+        trainer = tiny_grpo_trainer(policy, tmp_path / str(fp8), PROMPTS, rollout, completion_chars, MAX_NEW,
+                                    max_steps=2, learning_rate=0.0)
+        engine.attach(trainer)
+        rollout.attach(trainer)
+        install(trainer, rollout, cap=3.0, every_step=fp8)
+        try:
+            trainer.train()
+        finally:
+            rollout.close()
+        assert logged(trainer, "salon/overlap/staleness") == [0.0, 0.0]
+        ranges[fp8] = (logged(trainer, "salon/overlap/importance_weight_min"),
+                       logged(trainer, "salon/overlap/importance_weight_max"))
+    low, high = ranges[True]
+    assert len(low) == len(high) == 2
+    assert all(0 < w <= 3.0 for w in low + high) and min(low) < 1 - 1e-4 < 1 + 1e-4 < max(high)
+    assert ranges[False] == ([], [])
+
+
 def test_importance_weights_are_cut_at_the_cap():
     current = torch.tensor([[0.0, -1.0, -5.0, 0.0]])
     sampler = torch.tensor([[0.0, -3.0, -1.0, float("nan")]])

@@ -71,6 +71,11 @@ class GRPOSettings:
     # compiled: q/k/v and gate/up of each layer as one matrix product each (salon.train.engine.fused_linears); on an
     # H200 at 8 x 2,048 generation took 6.10-6.13 s against 6.65 unfused (the run of commit 6d35098)
     generation_fuse_linears: bool = True
+    # compiled: the weights the decode reads. as_trained: the policy's own; fp8: its decoder layers' linear maps
+    # also kept as float8 rows and read from those (half the bytes a decode step reads, salon.train.engine.
+    # fp8_linears), every step's tokens then weighed by the trained policy's probability over the sampler's
+    # (truncated at importance_sampling_cap, as for a stale step; logged as salon/overlap/importance_weight_*)
+    generation_weights: Literal["as_trained", "fp8"] = "as_trained"
     # compiled: the generation batch in this many waves of whole groups; with render.prefetch each wave's
     # paintings render while the next one generates (the decode runs at a smaller batch, its cost)
     generation_waves: Annotated[int, at_least(1)] = 1
@@ -144,6 +149,7 @@ class GRPOSettings:
         p += update_per_group.config_problems(self)
         p += config_trl_async.config_problems(self)
         p += self._staleness_problems()
+        p += self._fp8_problems()
         p += self._generation_device_problems()
         raise_problems("grpo", p)
 
@@ -170,6 +176,23 @@ class GRPOSettings:
             p.append(f"grpo.generation_waves={self.generation_waves} hands each wave's paintings to the renderer "
                      "from the engine in the training process; a process of its own decodes the batch at once: "
                      "leave generation_waves 1")
+        return p
+
+    def _fp8_problems(self) -> list[str]:
+        """grpo.generation_weights=fp8: the compiled engine's, and every step corrected as a stale one is."""
+        if self.generation_weights != "fp8":
+            return []
+        p, asked = [], "grpo.generation_weights=fp8"
+        if self.generation not in ("auto", "compiled"):
+            p.append(f"{asked} is the compiled engine's: set grpo.generation=compiled (not {self.generation})")
+        if self.update_per_group:
+            p.append(f"{asked} weighs each token in the overlapped rollout's correction, which grpo.update_per_group "
+                     "does without: choose one")
+        if self.generation_batch_size is not None or self.steps_per_generation is not None:
+            p.append(f"{asked} corrects each step's tokens in its loss's forward: leave grpo.generation_batch_size "
+                     "and grpo.steps_per_generation unset")
+        if self.extra.get("num_iterations", 1) != 1:
+            p.append(f"{asked} corrects each step's tokens in its loss's forward: grpo.extra.num_iterations must be 1")
         return p
 
     def _staleness_problems(self) -> list[str]:

@@ -67,7 +67,8 @@ def generation_engine(cfg: TrainConfig):
 def compiled_settings(g) -> dict:
     """The compiled engine's settings from the grpo section (salon.train.engine.generation.merged_decoder's)."""
     return {"compile": g.generation_compile, "prompt_bucket": g.generation_prompt_bucket,
-            "attention": g.generation_attention, "fuse_linears": g.generation_fuse_linears}
+            "attention": g.generation_attention, "fuse_linears": g.generation_fuse_linears,
+            "fp8_weights": g.generation_weights == "fp8"}
 
 
 def rollout_for(cfg: TrainConfig, sampler):

@@ -43,6 +43,7 @@ class StackedProduct:
             bounds.append(bounds[-1] + lin.out_features)
         self.bounds = bounds
         self.held = None  # (input, product, reads left)
+        self.product = None  # the float8 rows the decode reads instead of `weight` (fp8_linears.py), if any
         for t in (self.weight, self.bias):
             if t is not None and t.is_cuda:
                 torch._dynamo.mark_static_address(t)
@@ -52,7 +53,8 @@ class StackedProduct:
         if held is not None and held[0] is x:
             product, left = held[1], held[2] - 1
         else:
-            product, left = F.linear(x, self.weight, self.bias), len(self.bounds) - 2
+            product = F.linear(x, self.weight, self.bias) if self.product is None else self.product(x, self.bias)
+            left = len(self.bounds) - 2
         self.held = (x, product, left) if left > 0 else None
         return product[..., self.bounds[index]:self.bounds[index + 1]]
 

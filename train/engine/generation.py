@@ -19,7 +19,9 @@ bound (shared/reference/generation-speed.md). This engine owns that path instead
    same way). The trained weights are only read: merging and unmerging into them would add bf16
    rounding to the base weights at every step. In-place copies keep every tensor's address, so a
    captured CUDA graph stays valid. With `grpo.generation_fuse_linears` each layer's q/k/v and gate/up
-   are one product each, their weights views into one stacked tensor (fused_linears.py).
+   are one product each, their weights views into one stacked tensor (fused_linears.py). With
+   `grpo.generation_weights: fp8` the decoder layers' products read float8 rows made from those weights at
+   each refresh (fp8_linears.py).
 2. `StaticDecoder` (decode.py): a `StaticCache` the decoder owns (allocated once per shape, reset
    in place) and one compiled function per decode step, forward, warpers, sampling and EOS
    bookkeeping together (torch.compile, mode reduce-overhead: one CUDA graph replay per token),
@@ -95,6 +97,7 @@ from transformers import AutoModelForCausalLM
 from salon.pool.errors import ConfigError
 from salon.train.config_grpo import GENERATION_COMPILE
 from salon.train.engine.decode import ATTENTION, GIB, StaticDecoder, check_fits
+from salon.train.engine.fp8_linears import quantize_linears, requantize
 from salon.train.engine.fused_linears import fuse_sibling_linears
 from salon.train.rollout import prompt_key
 
@@ -108,7 +111,7 @@ class MergedPolicy:
     """A plain transformers model equal to `peft_model` with its LoRA folded in; `refresh()` re-folds it
     in place. The peft model's weights are read, never written."""
 
-    def __init__(self, peft_model, fuse_linears: bool = False):
+    def __init__(self, peft_model, fuse_linears: bool = False, fp8_weights: bool = False):
         from peft.tuners.lora import Linear as LoraLinear
         from peft.tuners.lora import LoraLayer
 
@@ -117,7 +120,8 @@ class MergedPolicy:
         weights = [p for n, p in base.named_parameters() if ".lora_" not in n]
         self.dtype, self.device = weights[0].dtype, weights[0].device
         self.nbytes = sum(p.numel() * p.element_size() for p in weights)
-        check_fits(self.nbytes, self.device, "a merged copy of the policy")
+        # with float8 rows: half the decoder layers' bytes again, at most
+        check_fits(self.nbytes * (3 if fp8_weights else 2) // 2, self.device, "a merged copy of the policy")
         with torch.device(self.device):
             # a copy of the config: from_config sets the attention on the object it is given
             self.model = AutoModelForCausalLM.from_config(copy.deepcopy(base.config), dtype=self.dtype,
@@ -125,6 +129,8 @@ class MergedPolicy:
         self.model.requires_grad_(False)
         # q/k/v and gate/up as one product each (fused_linears.py); their weights stay by name, as views
         self.fused_groups = fuse_sibling_linears(self.model) if fuse_linears else 0
+        # the decoder layers' products read from float8 rows made from the copy's weights (fp8_linears.py)
+        self.fp8_products = []
         self.pairs = []  # (copy's tensor, base tensor, LoRA layer whose delta is added, or None)
         for name, dst in [*self.model.named_parameters(), *self.model.named_buffers()]:
             module_name, _, attr = name.rpartition(".")
@@ -138,6 +144,8 @@ class MergedPolicy:
             else:
                 self.pairs.append((dst, getattr(src, attr), None))
         self.refresh()
+        if fp8_weights:  # from the folded weights: each refresh makes them again
+            self.fp8_products = quantize_linears(self.model)
 
     @torch.no_grad()
     def refresh(self) -> None:
@@ -146,6 +154,7 @@ class MergedPolicy:
                 dst.copy_(src)
             else:
                 dst.copy_(src.float() + lora.get_delta_weight(self.adapter).float())
+        requantize(self.fp8_products)
 
 
 def cut_after_eos(completions: torch.Tensor, eos_ids: list[int]) -> list[list[int]]:
@@ -163,12 +172,12 @@ class CompiledGeneration:
     """TRL's `rollout_func` for `grpo.generation: compiled` (see the module doc)."""
 
     def __init__(self, compile: str = "auto", prompt_bucket: int = 256, compile_config=None, attention: str = "auto",
-                 fuse_linears: bool = True, waves: int = 1):
+                 fuse_linears: bool = True, waves: int = 1, fp8_weights: bool = False):
         if compile not in GENERATION_COMPILE:
             raise ConfigError([f"grpo.generation_compile={compile!r}: use {', '.join(GENERATION_COMPILE)}"],
                               "salon train")
         self.compile, self.prompt_bucket, self.compile_config = compile, prompt_bucket, compile_config
-        self.attention, self.fuse_linears, self.waves = attention, fuse_linears, waves
+        self.attention, self.fuse_linears, self.waves, self.fp8_weights = attention, fuse_linears, waves, fp8_weights
         # called with (prompts, completion ids) of each wave but the last, as soon as it is generated
         self.on_wave = None
         # grpo.update_per_group (salon.train.update.update_per_group): the step's micro-batches of prompts, set as
@@ -194,7 +203,7 @@ class CompiledGeneration:
         if problems:
             raise ConfigError(problems, "salon train")
         self.policy, self.decoder = merged_decoder(trainer.model, self.compile, self.prompt_bucket, self.compile_config,
-                                                   self.attention, self.fuse_linears)
+                                                   self.attention, self.fuse_linears, self.fp8_weights)
         self.refreshed_at = trainer.state.global_step
 
     def __call__(self, prompts: list, trainer) -> dict:
@@ -291,10 +300,10 @@ def compiled_problems(trainer) -> list[str]:
 
 
 def merged_decoder(peft_model, compile: str, prompt_bucket: int, compile_config=None, attention: str = "auto",
-                   fuse_linears: bool = True) -> tuple[MergedPolicy, StaticDecoder]:
+                   fuse_linears: bool = True, fp8_weights: bool = False) -> tuple[MergedPolicy, StaticDecoder]:
     """The merged copy of `peft_model` on its device and the decoder that samples from it (compile "auto": on
     CUDA only)."""
-    policy = MergedPolicy(peft_model, fuse_linears=fuse_linears)
+    policy = MergedPolicy(peft_model, fuse_linears=fuse_linears, fp8_weights=fp8_weights)
     on = compile == "on" or (compile == "auto" and policy.device.type == "cuda")
     decoder = StaticDecoder(policy.model, compile=on, prompt_bucket=prompt_bucket, compile_config=compile_config,
                             attention=attention)

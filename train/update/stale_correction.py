@@ -22,7 +22,8 @@ every micro-batch of a step is learned at theta_n, the weights its completions a
 of their own: one costs a forward of the step's whole batch (on an H100 at 64 x 2,048 with checkpointing, the
 update took 14.8 s with one against 11.5 without: docs/training.md).
 
-A step whose completions were generated when TRL asked (staleness 0) is left as TRL made it: no weight. Logged
+A step whose completions were generated when TRL asked (staleness 0) is left as TRL made it: no weight, unless
+the sampler is not the policy even then (`every_step`: float8 weights, salon.train.engine.fp8_linears). Logged
 once a step as salon/overlap/NAME, over its completion tokens after the cap: importance_weight_mean, _min,
 _max, truncated_share (tokens whose weight was cut) and log_ratio_abs_mean.
 """
@@ -77,9 +78,10 @@ def weighed(inputs: dict, current: torch.Tensor, cap: float) -> dict:
     return tally
 
 
-def install(trainer, rollout, cap: float) -> None:
+def install(trainer, rollout, cap: float, every_step: bool = False) -> None:
     """Wrap TRL's `_generate_and_score_completions` (is the step stale), its `_compute_loss` and its log-prob
-    forward `_get_per_token_logps_and_entropies` (a stale step's weights, in the loss)."""
+    forward `_get_per_token_logps_and_entropies` (a stale step's weights, in the loss). `every_step`: a fresh
+    step's tokens are weighed too (a sampler that is not the policy: grpo.generation_weights=fp8)."""
     score, loss, forward = (trainer._generate_and_score_completions, trainer._compute_loss,
                             trainer._get_per_token_logps_and_entropies)
     weigh_in_loss = [False]  # this step is stale: its micro-batches are weighed in their loss's forward
@@ -104,7 +106,7 @@ def install(trainer, rollout, cap: float) -> None:
     def scored(inputs):
         out = score(inputs)
         if trainer.model.training:
-            weigh_in_loss[0] = rollout.handed_staleness > 0 and "sampling_per_token_logps" in out
+            weigh_in_loss[0] = (every_step or rollout.handed_staleness > 0) and "sampling_per_token_logps" in out
         return out
 
     @functools.wraps(loss)
