@@ -188,12 +188,7 @@ class GRPOSettings:
         if self.update_per_group:
             p.append(f"{asked} weighs each token in the overlapped rollout's correction, which grpo.update_per_group "
                      "does without: choose one")
-        if self.generation_batch_size is not None or self.steps_per_generation is not None:
-            p.append(f"{asked} corrects each step's tokens in its loss's forward: leave grpo.generation_batch_size "
-                     "and grpo.steps_per_generation unset")
-        if self.extra.get("num_iterations", 1) != 1:
-            p.append(f"{asked} corrects each step's tokens in its loss's forward: grpo.extra.num_iterations must be 1")
-        return p
+        return p + self._one_update_a_generation(asked)
 
     def _staleness_problems(self) -> list[str]:
         """What grpo.max_staleness 1 or 2 cannot go with: it overlaps generations with optimiser steps."""
@@ -214,9 +209,15 @@ class GRPOSettings:
                      f"{self.generation}: TRL's own engines generate inside its step (set max_staleness=0)")
         if self.update_per_group:
             p.append(f"{asked} and grpo.update_per_group both reorder the step: choose one")
+        return p + self._one_update_a_generation(asked)
+
+    def _one_update_a_generation(self, asked: str) -> list[str]:
+        """The importance weights are taken in each micro-batch's loss forward (salon.train.update.stale_correction):
+        every micro-batch of a generation must be learned at the weights of one update."""
+        p = []
         if self.generation_batch_size is not None or self.steps_per_generation is not None:
-            p.append(f"{asked} generates optimiser steps' completions itself: leave "
-                     "grpo.generation_batch_size and grpo.steps_per_generation unset")
+            p.append(f"{asked} weighs a step's tokens in its own loss's forward: leave grpo.generation_batch_size "
+                     "and grpo.steps_per_generation unset")
         if self.extra.get("num_iterations", 1) != 1:
             p.append(f"{asked} learns once from each generation: grpo.extra.num_iterations must be 1")
         return p
