@@ -148,7 +148,7 @@ def tiling(m: int, n: int) -> tuple[int, int, int, int, int]:
     """(BLOCK_M, BLOCK_N, BLOCK_K, warps, stages) for m rows and n output columns: few columns a program, so even
     the 2,048-column products spread over a card's multiprocessors, and long float8 runs along K."""
     block_m = min(64, max(16, triton.next_power_of_2(m)))
-    return block_m, 16 if n <= 4096 else 32, 512 if block_m <= 16 else 128, 4, 3
+    return block_m, 16 if n <= 4096 else 32, 512 if block_m <= 16 else 128, 4, 4
 
 
 def launch(x: torch.Tensor, q: torch.Tensor, scale: torch.Tensor, out: torch.Tensor) -> None:
