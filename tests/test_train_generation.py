@@ -290,6 +290,25 @@ def test_a_compiled_decode_step_is_compiled_once_per_shape(trained, caplog):
     assert decoder.shapes == {(2, 16 + MAX_NEW), (2, 32 + MAX_NEW)}
 
 
+def test_dynamo_captures_a_decode_step_reading_float8_rows_in_one_graph(trained):
+    """generation_weights=fp8 under the compiled loop's settings (fullgraph: a break would raise), Dynamo's
+    eager backend: the float8 products (their op's fake for the trace) in the captured step, whose greedy
+    tokens are the uncompiled float8 copy's."""
+    from transformers import CompileConfig
+
+    trainer, _ = trained
+    copy = MergedPolicy(trainer.model, fuse_linears=True, fp8_weights=True)
+    cfg = trainer.generation_config.__class__.from_dict({**trainer.generation_config.to_dict(), "do_sample": False})
+    cfg.eos_token_id = None
+    prompts = tokenize(PROMPTS, trainer)
+    plain = StaticDecoder(copy.model, compile=False, prompt_bucket=16).generate(prompts, cfg)
+    compiled = StaticDecoder(copy.model, compile=True, prompt_bucket=16,
+                             compile_config=CompileConfig(backend="eager", mode=None, dynamic=False, fullgraph=True))
+    out = compiled.generate(prompts, cfg)
+    assert compiled.last_path == "loop" and compiled.loop_error is None and compiled.compiled_graphs >= 1
+    assert torch.equal(out, plain)
+
+
 def test_what_does_not_fit_is_refused_with_what_to_do():
     gib = 2**30
     assert fits(10 * gib, "cpu") and fits(2 * gib, "cuda:0", free=4 * gib)
