@@ -90,6 +90,7 @@ def test_the_config_refuses_float8_weights_where_nothing_would_correct_for_them(
     for wrong, says in ((dict(generation="transformers"), "compiled engine's"),
                         (dict(update_per_group=True), "choose one"),
                         (dict(steps_per_generation=2), "leave grpo.generation_batch_size"),
-                        (dict(extra={"num_iterations": 2}), "num_iterations must be 1")):
+                        (dict(extra={"num_iterations": 2}), "num_iterations must be 1"),
+                        (dict(trainer="trl_async", scale_rewards="group"), "generation_weights tune salon's compiled")):
         with pytest.raises(ConfigError, match=says):
             GRPOSettings(generation_weights="fp8", **wrong)
