@@ -94,3 +94,15 @@ def test_the_config_refuses_float8_weights_where_nothing_would_correct_for_them(
                         (dict(trainer="trl_async", scale_rewards="group"), "generation_weights tune salon's compiled")):
         with pytest.raises(ConfigError, match=says):
             GRPOSettings(generation_weights="fp8", **wrong)
+
+
+def test_auto_refuses_float8_weights_where_it_chooses_another_engine():
+    from pathlib import Path
+
+    from salon.train.config import load_config
+    from salon.train.engine.choice import resolve_generation
+
+    configs = Path(__file__).resolve().parent.parent / "train" / "configs"
+    cfg = load_config(configs / "smoke.yaml", ["grpo.use_cpu=true", "grpo.generation_weights=fp8"])
+    with pytest.raises(ConfigError, match="auto chose transformers here"):
+        resolve_generation(cfg)

@@ -441,7 +441,6 @@ def test_auto_splits_no_card_on_a_cpu():
     assert cfg.grpo.max_staleness == 0 and cfg.grpo.generation_sms is None
 
 
-
 def test_a_card_that_cannot_split_fails_a_number_in_words_and_auto_shares_it(monkeypatch, caplog):
     """The driver is stood in for (a split needs a card); what salon asks of it and does with its answer is real."""
     import types

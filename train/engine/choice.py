@@ -27,6 +27,12 @@ def resolve_generation(cfg: TrainConfig) -> None:
         # for by name (train/configs/lora_2gpu_64.yaml) while its GPU run is not measured
         compiled = cuda and cfg.lora.enabled and cfg.grpo.generation_device is None
         cfg.grpo.generation = "compiled" if compiled else "transformers"
+        if cfg.grpo.generation_weights == "fp8" and not compiled:
+            from salon.pool.errors import ConfigError
+
+            raise ConfigError(["grpo.generation_weights=fp8 is the compiled engine's, and grpo.generation=auto chose "
+                               "transformers here (no CUDA, no LoRA, or a generation_device): set "
+                               "grpo.generation=compiled, or leave generation_weights as_trained"], "salon train")
     if cfg.grpo.max_staleness == "auto":
         # 1 where it was measured faster: the compiled engine's decode beside the judge and the update on one
         # card; and generation on a card of its own (not measured yet: the trainer's card then waits for the
