@@ -4,8 +4,8 @@
     requantize(products)                    # after the copy's own weights were rewritten (its refresh)
 
 At 8 rows a decode step reads every weight of the policy for 8 tokens. On an H100 a step's products took 1.53
-ms of its 2.8 for Qwen3-1.7B's 3.4 GB alone, and 2.5 ms on half the card beside the judge's and the update's
-products, which share the memory system (docs/step-measurements.md). Here the decoder layers' weights are also
+ms of its 2.8 for Qwen3-1.7B's 3.4 GB alone, and 2.5 ms on half the card beside large products standing in for
+the judge's and the update's, which share the memory system (docs/step-measurements.md). Here the decoder layers' weights are also
 kept as float8 (e4m3, one float32 scale per output row: the row's largest magnitude maps to 448), half the
 bytes, and a Triton kernel reads those: it widens each tile to the activations' dtype, multiplies on the tensor
 cores with float32 sums and scales each output column at the end. The activations stay as they are (weights-
