@@ -90,6 +90,11 @@ def split_card(generation_sms: int | str, device):
     return partition
 
 
+def highest_priority_stream() -> torch.cuda.Stream:
+    """A new stream of the highest priority the card offers (out of range: torch maps -100 to it)."""
+    return torch.cuda.Stream(priority=-100)
+
+
 @dataclass
 class Generated:
     """One step's completions (`out`: the sampler's fields, row by row) with what is logged for them: the
@@ -299,7 +304,7 @@ class OverlappedRollout:
         if self.on_whole_card_since is not None or not self.trainer_waits.is_set():
             return
         if self.whole_card_stream is None:
-            self.whole_card_stream = torch.cuda.Stream(priority=-100)  # out of range: torch maps it to the highest
+            self.whole_card_stream = highest_priority_stream()
         self.whole_card_stream.wait_stream(torch.cuda.current_stream())
         torch.cuda.set_stream(self.whole_card_stream)
         self.on_whole_card_since = time.perf_counter()
@@ -336,7 +341,7 @@ class OverlappedRollout:
         elif self.stream is None:
             # the highest priority the card offers: a decode step's small kernels go first when the judge's
             # or the update's large ones free a multiprocessor, so the step's longest part is slowed least
-            self.stream = torch.cuda.Stream(priority=-100)  # out of range: torch maps it to the highest
+            self.stream = highest_priority_stream()
         self.stream.wait_event(ready)
         with torch.cuda.stream(self.stream):
             try:
