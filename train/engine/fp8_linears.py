@@ -9,8 +9,9 @@ the judge's and the update's, which share the memory system (docs/step-measureme
 layers' weights are also kept as float8 (e4m3, one float32 scale per output row: the row's largest magnitude
 maps to 448), half the bytes, and a Triton kernel reads those: it widens each tile to the activations' dtype,
 multiplies on the tensor cores with float32 sums and scales each output column at the end. The activations
-stay as they are (weights-only rounding). The embeddings and the LM head, whose logits are sampled from, stay as trained, and so does
-the copy's own weight, which the refresh writes by name as before; the float8 copy is made from it after.
+stay as they are (weights-only rounding). The embeddings and the LM head, whose logits are sampled from, stay
+as trained, and so does the copy's own weight, which the refresh writes by name as before; the float8 copy is
+made from it after.
 
 Not exact: each weight is rounded to 3 mantissa bits (a relative error of at most 1/16). The sampler then draws
 from a policy a little off the trained one and records its own log-probs; the update weighs every token by the
