@@ -82,27 +82,31 @@ def test_the_kernel_compiles_for_sm90_at_the_decodes_tilings():
                          dict(BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k), num_warps=warps, num_stages=stages)
 
 
-def test_the_config_refuses_float8_weights_where_nothing_would_correct_for_them():
+@pytest.mark.parametrize("field", ["generation_weights", "generation_kv_cache"])
+def test_the_config_refuses_float8_sampling_where_nothing_would_correct_for_it(field):
+    """Float8 weights or a float8 cache (salon.train.engine.fp8_cache): a sampler off the policy at every step."""
     from salon.train.config_grpo import GRPOSettings
 
-    GRPOSettings(generation_weights="fp8")
-    GRPOSettings(generation_weights="fp8", generation="compiled", max_staleness=0)
+    assert GRPOSettings(**{field: "fp8"}).sampler_rounds and not GRPOSettings().sampler_rounds
+    GRPOSettings(**{field: "fp8"}, generation="compiled", max_staleness=0)
     for wrong, says in ((dict(generation="transformers"), "compiled engine's"),
                         (dict(update_per_group=True), "choose one"),
                         (dict(steps_per_generation=2), "leave grpo.generation_batch_size"),
                         (dict(extra={"num_iterations": 2}), "num_iterations must be 1"),
-                        (dict(trainer="trl_async", scale_rewards="group"), "generation_weights tune salon's compiled")):
+                        (dict(trainer="trl_async", scale_rewards="group"), f"{field} tune salon's compiled")):
         with pytest.raises(ConfigError, match=says):
-            GRPOSettings(generation_weights="fp8", **wrong)
+            GRPOSettings(**{field: "fp8"}, **wrong)
 
 
-def test_auto_refuses_float8_weights_where_it_chooses_another_engine():
+@pytest.mark.parametrize("field", ["generation_weights", "generation_kv_cache"])
+def test_auto_refuses_float8_sampling_where_it_chooses_another_engine(field):
     from pathlib import Path
 
     from salon.train.config import load_config
     from salon.train.engine.choice import resolve_generation
 
     configs = Path(__file__).resolve().parent.parent / "train" / "configs"
-    cfg = load_config(configs / "smoke.yaml", ["grpo.use_cpu=true", "grpo.generation_weights=fp8"])
-    with pytest.raises(ConfigError, match="auto chose transformers here"):
+    cfg = load_config(configs / "smoke.yaml", ["grpo.use_cpu=true", f"grpo.{field}=fp8"])
+    with pytest.raises(ConfigError, match=f"grpo.{field}=fp8 is the compiled engine's, and grpo.generation=auto "
+                                          "chose transformers here"):
         resolve_generation(cfg)

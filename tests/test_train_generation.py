@@ -650,9 +650,11 @@ def test_the_decode_kernels_compile_for_the_h200():
 
     assert da.split_for(64) == da.SPLIT and da.split_for(da.FEW_ROWS) == da.FEW_ROWS_SPLIT
     for split in (da.SPLIT, da.FEW_ROWS_SPLIT):
-        compile_for_sm90(da._tile_kernel, ["*bf16"] * 3 + ["*i64"] + ["*i32"] * 3 + ["*fp32"] * 3 + ["i32"] * 16
-                         + ["fp32"], dict(G=2, R=da.GROUP_ROWS, M=16, D=128, BLOCK=da.BLOCK_N, SLICE=split,
-                                          IEEE=False), num_warps=da.NUM_WARPS, num_stages=da.NUM_STAGES)
+        for rows in ("*bf16", "*fp8e4nv"):  # the cache as trained, and float8 rows with their scales (fp8_cache.py)
+            compile_for_sm90(da._tile_kernel, ["*bf16", rows, rows, "*fp32", "*fp32", "*i64"] + ["*i32"] * 3
+                             + ["*fp32"] * 3 + ["i32"] * 18 + ["fp32"],
+                             dict(G=2, R=da.GROUP_ROWS, M=16, D=128, BLOCK=da.BLOCK_N, SLICE=split, IEEE=False,
+                                  FP8=rows == "*fp8e4nv"), num_warps=da.NUM_WARPS, num_stages=da.NUM_STAGES)
         compile_for_sm90(da._merge_kernel, ["*fp32"] * 3 + ["*bf16", "*i32"] + ["i32"] * 8,
                          dict(SLICE=split, SP=triton.next_power_of_2(2 * -(-2816 // split)), D=128), num_warps=4)
 

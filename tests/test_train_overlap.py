@@ -241,16 +241,17 @@ def test_compiled_engine_records_trls_log_probs(policy, tmp_path):
     assert gap < TOL
 
 
-def test_a_float8_sampler_is_corrected_at_every_step_fresh_ones_too(policy, tmp_path):
-    """grpo.generation_weights=fp8 at staleness 0 (the recipe's wiring: every_step): the compiled engine samples from
-    float8 rows, so with an unchanged policy the weights are off 1 at every step (the first, fresh, included),
-    within the cap; the same run with the policy's own weights logs none."""
+@pytest.mark.parametrize("rounds", [("fp8_weights",), ("fp8_cache",), ("fp8_weights", "fp8_cache")])
+def test_a_float8_sampler_is_corrected_at_every_step_fresh_ones_too(policy, tmp_path, rounds):
+    """grpo.generation_weights or generation_kv_cache fp8 at staleness 0 (the recipe's wiring: every_step): the
+    compiled engine samples from float8 rows, so with an unchanged policy the weights are off 1 at every step (the
+    first, fresh, included), within the cap; the same run with the policy's own weights and cache logs none."""
     from salon.train.engine.generation import CompiledGeneration
     from train_support import completion_chars, tiny_grpo_trainer
 
     ranges = {}
     for fp8 in (True, False):
-        engine = CompiledGeneration(compile="off", prompt_bucket=16, fp8_weights=fp8)
+        engine = CompiledGeneration(compile="off", prompt_bucket=16, **dict.fromkeys(rounds, fp8))
         rollout = OverlappedRollout(engine, staleness=0)
         trainer = tiny_grpo_trainer(policy, tmp_path / str(fp8), PROMPTS, rollout, completion_chars, MAX_NEW,
                                     max_steps=2, learning_rate=0.0)

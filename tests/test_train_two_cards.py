@@ -136,7 +136,7 @@ def test_lora_2gpu_64_places_the_engine_on_the_second_card(monkeypatch):
     sampler = generation_engine(cfg)
     assert type(sampler) is ProcessSampler and sampler.device == "cuda:1" and sampler.pid is None
     assert sampler.compiled == {"compile": "auto", "prompt_bucket": 256, "attention": "filled", "fuse_linears": True,
-                                "fp8_weights": False}
+                                "fp8_weights": False, "fp8_cache": False}
     # the judge goes where build_judge puts it, the trainer's device (cuda:0), not a device of its own
     assert cfg.judge.name == "transformers" and "device" not in cfg.judge.kwargs and not cfg.grpo.use_cpu
     with pytest.raises(ConfigError, match="is the card the trainer runs on"):

@@ -65,8 +65,8 @@ class GRPOSettings:
     # compiled: how much of the static cache a decode step's attention reads: all of it (whole), the filled
     # positions rounded up to a multiple of 256 (buckets: one compiled step per length), the filled ones (filled:
     # a Triton kernel; in the trainer faster at batch 64 on an H200 and at batch 8 on an H100), or auto (filled from
-    # 8 rows a call on, whole below: salon.train.engine.decode.FILLED_FROM_ROWS). salon.train.engine.decode_attention
-    # says how.
+    # 8 rows a call on, whole below: salon.train.engine.decode.FILLED_FROM_ROWS; filled at any rows over a float8
+    # cache). salon.train.engine.decode_attention says how.
     generation_attention: Literal["auto", "buckets", "filled", "whole"] = "auto"
     # compiled: q/k/v and gate/up of each layer as one matrix product each (salon.train.engine.fused_linears); on an
     # H200 at 8 x 2,048 generation took 6.10-6.13 s against 6.65 unfused (the run of commit 6d35098)
@@ -76,6 +76,10 @@ class GRPOSettings:
     # fp8_linears), every step's tokens then weighed by the trained policy's probability over the sampler's
     # (truncated at importance_sampling_cap, as for a stale step; logged as salon/overlap/importance_weight_*)
     generation_weights: Literal["as_trained", "fp8"] = "as_trained"
+    # compiled: the KV cache the decode writes and reads. as_trained: in the policy's dtype; fp8: each position's
+    # key and value head vectors as float8 with a scale each (about half the bytes; at 64 rows the cache is most
+    # of what a decode step reads: salon.train.engine.fp8_cache), every step's tokens weighed as for fp8 weights
+    generation_kv_cache: Literal["as_trained", "fp8"] = "as_trained"
     # compiled: the generation batch in this many waves of whole groups; with render.prefetch each wave's
     # paintings render while the next one generates (the decode runs at a smaller batch, its cost)
     generation_waves: Annotated[int, at_least(1)] = 1
@@ -178,11 +182,20 @@ class GRPOSettings:
                      "leave generation_waves 1")
         return p
 
+    @property
+    def sampler_rounds(self) -> bool:
+        """The compiled engine samples from float8 weights or a float8 cache: a sampler that is not the policy, so
+        every step's tokens are weighed (salon.train.update.stale_correction)."""
+        return "fp8" in (self.generation_weights, self.generation_kv_cache)
+
     def _fp8_problems(self) -> list[str]:
-        """grpo.generation_weights=fp8: the compiled engine's, and every step corrected as a stale one is."""
-        if self.generation_weights != "fp8":
+        """grpo.generation_weights / generation_kv_cache fp8: the compiled engine's, and every step corrected as a
+        stale one is."""
+        if not self.sampler_rounds:
             return []
-        p, asked = [], "grpo.generation_weights=fp8"
+        asked = " and ".join(f"grpo.{f}=fp8" for f in ("generation_weights", "generation_kv_cache")
+                             if getattr(self, f) == "fp8")
+        p = []
         if self.generation not in ("auto", "compiled"):
             p.append(f"{asked} is the compiled engine's: set grpo.generation=compiled (not {self.generation})")
         if self.update_per_group:

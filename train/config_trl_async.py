@@ -25,7 +25,8 @@ from pathlib import Path
 NAMESAKES = {"max_staleness"}
 # salon's compiled engine's settings: vLLM generates here
 COMPILED_ONLY = ("generation_compile", "generation_prompt_bucket", "generation_attention",
-                 "generation_fuse_linears", "generation_waves", "generation_weights")
+                 "generation_fuse_linears", "generation_waves", "generation_weights",
+                 "generation_kv_cache")
 
 
 def config_problems(g) -> list[str]:

@@ -321,7 +321,7 @@ def train(cfg: TrainConfig) -> dict:
         skip_undone_casts(trainer.model)  # exact: the LoRA input casts that autocast casts back
         if cfg.grpo.causal_loss:
             install_causal_loss(trainer)
-        fp8 = cfg.grpo.generation_weights == "fp8"  # the sampler is off the policy at every step
+        fp8 = cfg.grpo.sampler_rounds  # float8 weights or cache: the sampler is off the policy at every step
         if rollout is not None and rollout is not engine and (cfg.grpo.max_staleness or fp8):
             # around the loss's forward as causal_loss makes it: a stale step's weights come from that forward
             install_stale_correction(trainer, rollout, cfg.grpo.importance_sampling_cap, every_step=fp8)

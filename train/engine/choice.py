@@ -27,12 +27,13 @@ def resolve_generation(cfg: TrainConfig) -> None:
         # for by name (train/configs/lora_2gpu_64.yaml) while its GPU run is not measured
         compiled = cuda and cfg.lora.enabled and cfg.grpo.generation_device is None
         cfg.grpo.generation = "compiled" if compiled else "transformers"
-        if cfg.grpo.generation_weights == "fp8" and not compiled:
+        fp8 = [f"grpo.{f}=fp8" for f in ("generation_weights", "generation_kv_cache") if getattr(cfg.grpo, f) == "fp8"]
+        if fp8 and not compiled:
             from salon.pool.errors import ConfigError
 
-            raise ConfigError(["grpo.generation_weights=fp8 is the compiled engine's, and grpo.generation=auto chose "
-                               "transformers here (no CUDA, no LoRA, or a generation_device): set "
-                               "grpo.generation=compiled, or leave generation_weights as_trained"], "salon train")
+            raise ConfigError([f"{s} is the compiled engine's, and grpo.generation=auto chose transformers here (no "
+                               "CUDA, no LoRA, or a generation_device): set grpo.generation=compiled, or leave it "
+                               "as_trained" for s in fp8], "salon train")
     if cfg.grpo.max_staleness == "auto":
         # 1 where it was measured faster: the compiled engine's decode beside the judge and the update on one
         # card; and generation on a card of its own (not measured yet: the trainer's card then waits for the
@@ -74,7 +75,7 @@ def compiled_settings(g) -> dict:
     """The compiled engine's settings from the grpo section (salon.train.engine.generation.merged_decoder's)."""
     return {"compile": g.generation_compile, "prompt_bucket": g.generation_prompt_bucket,
             "attention": g.generation_attention, "fuse_linears": g.generation_fuse_linears,
-            "fp8_weights": g.generation_weights == "fp8"}
+            "fp8_weights": g.generation_weights == "fp8", "fp8_cache": g.generation_kv_cache == "fp8"}
 
 
 def rollout_for(cfg: TrainConfig, sampler):

@@ -30,7 +30,8 @@ Prefill (more than one query) runs transformers' SDPA path. `grpo.generation_att
 much of the cache a decode step reads (decode_attention.py): `whole`, `buckets` (the filled
 positions rounded up to a multiple of 256: one compiled step per length, each in its own dynamo
 cache), `filled` (a Triton kernel; in the trainer faster than `whole` at batch 64 on an H200 and at batch 8
-on an H100) or `auto` (the default: `filled` for calls of FILLED_FROM_ROWS rows or more, `whole` below).
+on an H100) or `auto` (the default: `filled` for calls of FILLED_FROM_ROWS rows or more, `whole` below; `filled`
+at any rows over a float8 cache, fp8_cache.py).
 Where an option does not apply (sliding windows, ...) the decoder reads the whole cache and says
 so in the log.
 """
@@ -43,7 +44,7 @@ import math
 import time
 
 import torch
-from transformers import AttentionInterface, CompileConfig, StaticCache
+from transformers import AttentionInterface, Cache, CompileConfig, StaticCache
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
@@ -51,6 +52,8 @@ from salon.pool.errors import ConfigError
 from salon.train.engine.decode_attention import (ATTENTION, KEY_CHUNK, DecodeSpan, bucket_keys, buckets_applies,
                                           filled_applies, filled_decode_attention, isolates_recompiles)
 from salon.train.engine.decode_sampling import choose, eos_ids, loop_warpers
+from salon.train.engine.fp8_cache import Fp8Rows, bytes_per_position, fp8_static_cache
+from salon.train.update.causal_loss import full_attention_only
 
 # grpo.generation_attention: the filled positions rounded up to a chunk, exactly the filled ones, or all of them
 ATTENTIONS = ("auto", "buckets", "filled", "whole")
@@ -82,6 +85,9 @@ def grouped_decode_attention(module, query, key, value, attention_mask, dropout=
     (benchmarks/results/probe_decode_attention_h200.json)."""
     if isinstance(attention_mask, DecodeSpan):
         return filled_decode_attention(query, key, value, attention_mask, scaling), None
+    if isinstance(key, Fp8Rows):  # a float8 cache read whole or in buckets: widened, what the mask covers of it
+        end = key.rows.shape[2] if attention_mask is None else attention_mask.shape[-1]
+        key, value = (Fp8Rows(t.rows[:, :, :end], t.scales[:, :, :end]).widened(query.dtype) for t in (key, value))
     if attention_mask is not None and attention_mask.shape[-1] < key.shape[2]:
         key, value = key[:, :, :attention_mask.shape[-1]], value[:, :, :attention_mask.shape[-1]]
     groups = getattr(module, "num_key_value_groups", 1)
@@ -108,10 +114,15 @@ class StaticDecoder:
     `compile`; prompts are left-padded to a multiple of `prompt_bucket` so shapes repeat."""
 
     def __init__(self, model, *, compile: bool, prompt_bucket: int = 256, compile_config=None,
-                 attention: str = "auto", key_chunk: int = KEY_CHUNK):
+                 attention: str = "auto", key_chunk: int = KEY_CHUNK, fp8_cache: bool = False):
         if attention not in ATTENTIONS:
             raise ConfigError([f"grpo.generation_attention={attention!r}: use {', '.join(ATTENTIONS)}"], "salon train")
+        if fp8_cache and not full_attention_only(model):
+            raise ConfigError([f"grpo.generation_kv_cache=fp8 keeps full-attention layers; {type(model).__name__} "
+                               "has others (sliding windows, ...): leave generation_kv_cache as_trained"],
+                              "salon train")
         self.model, self.compile, self.prompt_bucket, self.key_chunk = model, compile, prompt_bucket, key_chunk
+        self.fp8_cache = fp8_cache  # the KV cache as float8 rows and their scales (fp8_cache.py)
         applies = {"auto": True, "whole": True, "filled": filled_applies(model), "buckets": buckets_applies(model)}
         self.attention = attention if applies[attention] else "whole"
         if self.attention != attention:
@@ -125,7 +136,7 @@ class StaticDecoder:
         self.step = torch.compile(self._step, **self.compile_options) if compile else self._step
         self.keyed_steps: dict[int, object] = {}  # buckets: the compiled step per attended length
         self.cache_kw = cache_argument(model)
-        self.caches: dict[tuple[int, int], StaticCache] = {}
+        self.caches: dict[tuple[int, int], Cache] = {}
         self.compiled_for: set[tuple] = set()  # (shape, sampling settings): what one compiled step is specific to
         self.compiled_graphs = 0
         self.last_seconds = 0.0
@@ -153,9 +164,10 @@ class StaticDecoder:
         cfg = self.model.config.get_text_config(decoder=True)
         head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         itemsize = torch.empty((), dtype=self.model.dtype).element_size()
-        return batch * length * cfg.num_hidden_layers * 2 * cfg.num_key_value_heads * head_dim * itemsize
+        head_bytes = bytes_per_position(head_dim) if self.fp8_cache else head_dim * itemsize
+        return batch * length * cfg.num_hidden_layers * 2 * cfg.num_key_value_heads * head_bytes
 
-    def _cache(self, batch: int, length: int) -> StaticCache:
+    def _cache(self, batch: int, length: int) -> Cache:
         key = (batch, length)
         if key not in self.caches:
             need = self.cache_bytes(batch, length)
@@ -165,7 +177,8 @@ class StaticDecoder:
                 if self.model.device.type == "cuda":
                     torch.cuda.empty_cache()
             check_fits(need, self.model.device, f"a static KV cache for {batch} x {length} tokens")
-            self.caches[key] = StaticCache(config=self.model.config, max_cache_len=length)
+            made = fp8_static_cache if self.fp8_cache else StaticCache
+            self.caches[key] = made(config=self.model.config, max_cache_len=length)
         cache = self.caches[key]
         cache.reset()
         return cache
@@ -278,10 +291,10 @@ class StaticDecoder:
 
     def attention_for(self, rows: int) -> str:
         """The attention a call of `rows` rows runs (`auto`: `filled` from FILLED_FROM_ROWS rows on, where
-        it applies)."""
+        it applies; at any rows over a float8 cache, which only the kernel reads without widening it)."""
         if self.attention != "auto":
             return self.attention
-        return "filled" if rows >= FILLED_FROM_ROWS and filled_applies(self.model) else "whole"
+        return "filled" if (rows >= FILLED_FROM_ROWS or self.fp8_cache) and filled_applies(self.model) else "whole"
 
     def _loop(self, ids, mask, cfg, warpers, cache, pad: int, prompt_ids: list[list[int]],
               attention: str) -> torch.Tensor:

@@ -57,6 +57,7 @@ from dataclasses import dataclass
 
 import torch
 
+from salon.train.engine.fp8_cache import Fp8Rows
 from salon.train.update.causal_loss import full_attention_only  # the update's loss asks it too
 
 try:
@@ -132,7 +133,10 @@ class DecodeSpan:
 
 
 def reference_attention(query, key, value, span: DecodeSpan, scale: float) -> torch.Tensor:
-    """The same attention by SDPA: the cache cut at end (eager) or whole (under compile), masked."""
+    """The same attention by SDPA: the cache cut at end (eager) or whole (under compile), masked; float8 rows
+    (fp8_cache.Fp8Rows) widened first."""
+    if isinstance(key, Fp8Rows):
+        key, value = key.widened(query.dtype), value.widened(query.dtype)
     batch, heads, _, dim = query.shape
     kv = key.shape[1]
     if torch.compiler.is_compiling():
@@ -146,21 +150,25 @@ def reference_attention(query, key, value, span: DecodeSpan, scale: float) -> to
 
 
 def filled_decode_attention(query, key, value, span: DecodeSpan, scale: float) -> torch.Tensor:
-    """query (batch, heads, 1, dim), key/value (batch, kv heads, cache, dim) -> (batch, 1, heads, dim)."""
+    """query (batch, heads, 1, dim), key/value (batch, kv heads, cache, dim), or both fp8_cache.Fp8Rows ->
+    (batch, 1, heads, dim)."""
     if query.is_cuda and triton is not None:
+        scales = (key.scales, value.scales) if isinstance(key, Fp8Rows) else (None, None)
+        if isinstance(key, Fp8Rows):
+            key, value = key.rows, value.rows
         return torch.ops.salon.filled_decode_attention(query, key, value, span.mask, span.bounds, span.slots,
-                                                      span.kv_row, scale)
+                                                      span.kv_row, scale, *scales)
     return reference_attention(query, key, value, span, scale)
 
 
 if triton is not None:
 
     @triton.jit
-    def _tile_kernel(Q, K, V, Mask, Bounds, Slots, KvRow, O, Mx, Sm,
+    def _tile_kernel(Q, K, V, KS, VS, Mask, Bounds, Slots, KvRow, O, Mx, Sm,
                      stride_qb, stride_qh, stride_kb, stride_kh, stride_kl, stride_vb, stride_vh, stride_vl,
-                     stride_mb, stride_ob, stride_oh, stride_os, stride_xb, stride_xh, rows, slices,
-                     scale, G: tl.constexpr, R: tl.constexpr, M: tl.constexpr, D: tl.constexpr,
-                     BLOCK: tl.constexpr, SLICE: tl.constexpr, IEEE: tl.constexpr):
+                     stride_sb, stride_sh, stride_mb, stride_ob, stride_oh, stride_os, stride_xb, stride_xh, rows,
+                     slices, scale, G: tl.constexpr, R: tl.constexpr, M: tl.constexpr, D: tl.constexpr,
+                     BLOCK: tl.constexpr, SLICE: tl.constexpr, IEEE: tl.constexpr, FP8: tl.constexpr):
         t = tl.program_id(0)  # the tile (DecodeSpan: tiles [0, rows) a row's new positions, then the prompts')
         h = tl.program_id(1)
         s = tl.program_id(2)
@@ -199,16 +207,25 @@ if triton is not None:
                         mask=inside[:, None], other=0.0)
             v = tl.load(V + kv_row * stride_vb + h * stride_vh + offs_n[:, None] * stride_vl + offs_d[None, :],
                         mask=inside[:, None], other=0.0)
+            if FP8:  # float8 rows (fp8_cache.py) widened as read; each position's scales multiply its score and
+                # its probability's share of the values, so no wider copy is made
+                k, v = k.to(q.dtype), v.to(q.dtype)
+                k_scale = tl.load(KS + kv_row * stride_sb + h * stride_sh + offs_n, mask=inside, other=0.0)
+                v_scale = tl.load(VS + kv_row * stride_sb + h * stride_sh + offs_n, mask=inside, other=0.0)
             if IEEE:
                 scores = tl.dot(q, tl.trans(k), input_precision="ieee")
             else:
                 scores = tl.dot(q, tl.trans(k))
+            if FP8:
+                scores = scores * k_scale[None, :]
             scores = tl.where(live[:, None] & keep[None, :], scores * scale, float("-inf"))
             m_new = tl.maximum(m_i, tl.max(scores, 1))
             m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
             alpha = tl.exp(m_i - m_use)
             p = tl.exp(scores - m_use[:, None])
             l_i = l_i * alpha + tl.sum(p, 1)
+            if FP8:
+                p = p * v_scale[None, :]
             if IEEE:
                 acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
             else:
@@ -248,11 +265,13 @@ if triton is not None:
         tl.store(O + b * stride_ob + h * stride_oh + offs_d, out.to(O.dtype.element_ty))
 
     def run_kernel(launch, query, key, value, mask, bounds, slots, kv_row, scale: float, block: int = BLOCK_N,
-                   split: int = SPLIT, warps: int = NUM_WARPS, stages: int = NUM_STAGES) -> torch.Tensor:
+                   split: int = SPLIT, warps: int = NUM_WARPS, stages: int = NUM_STAGES, key_scales=None,
+                   value_scales=None) -> torch.Tensor:
         """The tiles' slices, then their merge; `launch` is the tile kernel (wrapped for torch.compile, or
         not). block, split, warps, stages: the tile kernel's tiling (positions per inner step and per
         program, warps, software pipelining); benchmarks/probe_filled_attention.py times the choices on a
-        card."""
+        card. key_scales and value_scales (batch, kv heads, cache): key and value are float8 rows
+        (fp8_cache.py)."""
         batch, heads, _, dim = query.shape
         kv, length = key.shape[1], key.shape[2]
         groups, rows_per_tile = heads // kv, slots.shape[1]
@@ -261,13 +280,18 @@ if triton is not None:
         part = torch.empty((batch, heads, 2 * slices, dim), dtype=torch.float32, device=query.device)
         top = torch.empty((batch, heads, 2 * slices), dtype=torch.float32, device=query.device)
         total = torch.empty_like(top)
+        fp8 = key_scales is not None
+        if fp8:
+            assert key_scales.stride() == value_scales.stride() and key_scales.stride(-1) == 1
+        scales = (key_scales, value_scales) if fp8 else (top, top)  # unread without float8
         launch[(slots.shape[0], kv, slices)](
-            q, key, value, mask, bounds, slots, kv_row, part, top, total,
+            q, key, value, *scales, mask, bounds, slots, kv_row, part, top, total,
             q.stride(0), q.stride(1), key.stride(0), key.stride(1), key.stride(2),
-            value.stride(0), value.stride(1), value.stride(2), mask.stride(0),
-            part.stride(0), part.stride(1), part.stride(2), top.stride(0), top.stride(1), batch, slices,
-            scale, G=groups, R=rows_per_tile, M=max(16, triton.next_power_of_2(rows_per_tile * groups)), D=dim,
-            BLOCK=block, SLICE=split, IEEE=query.dtype == torch.float32, num_warps=warps, num_stages=stages)
+            value.stride(0), value.stride(1), value.stride(2), scales[0].stride(0), scales[0].stride(1),
+            mask.stride(0), part.stride(0), part.stride(1), part.stride(2), top.stride(0), top.stride(1), batch,
+            slices, scale, G=groups, R=rows_per_tile, M=max(16, triton.next_power_of_2(rows_per_tile * groups)),
+            D=dim, BLOCK=block, SLICE=split, IEEE=query.dtype == torch.float32, FP8=fp8, num_warps=warps,
+            num_stages=stages)
         out = torch.empty((batch, 1, heads, dim), dtype=query.dtype, device=query.device)
         _merge_kernel[(batch, heads)](part, top, total, out, bounds, part.stride(0), part.stride(1), part.stride(2),
                                       top.stride(0), top.stride(1), out.stride(0), out.stride(2), slices,
@@ -278,13 +302,14 @@ if triton is not None:
     # call, and a CUDA graph captures its launch like any other kernel's
     @torch.library.custom_op("salon::filled_decode_attention", mutates_args=())
     def _filled_decode_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor,
-                                 bounds: torch.Tensor, slots: torch.Tensor, kv_row: torch.Tensor,
-                                 scale: float) -> torch.Tensor:
+                                 bounds: torch.Tensor, slots: torch.Tensor, kv_row: torch.Tensor, scale: float,
+                                 key_scales: torch.Tensor | None = None,
+                                 value_scales: torch.Tensor | None = None) -> torch.Tensor:
         return run_kernel(_tile_kernel, query, key, value, mask, bounds, slots, kv_row, scale,
-                          split=split_for(query.shape[0]))
+                          split=split_for(query.shape[0]), key_scales=key_scales, value_scales=value_scales)
 
     @_filled_decode_attention.register_fake
-    def _(query, key, value, mask, bounds, slots, kv_row, scale):
+    def _(query, key, value, mask, bounds, slots, kv_row, scale, key_scales=None, value_scales=None):
         batch, heads, _, dim = query.shape
         return query.new_empty((batch, 1, heads, dim))
 

@@ -22,7 +22,8 @@ bound (shared/reference/generation-speed.md). This engine owns that path instead
    are one product each, their weights views into one stacked tensor (fused_linears.py). With
    `grpo.generation_weights: fp8` the decoder layers' products read float8 rows made from those weights at
    each refresh (fp8_linears.py).
-2. `StaticDecoder` (decode.py): a `StaticCache` the decoder owns (allocated once per shape, reset
+2. `StaticDecoder` (decode.py): a `StaticCache` (with `grpo.generation_kv_cache: fp8`, float8 rows and their
+   scales: fp8_cache.py) the decoder owns (allocated once per shape, reset
    in place) and one compiled function per decode step, forward, warpers, sampling and EOS
    bookkeeping together (torch.compile, mode reduce-overhead: one CUDA graph replay per token),
    with attention that reads the KV heads as cached instead of repeating them per query head
@@ -172,12 +173,13 @@ class CompiledGeneration:
     """TRL's `rollout_func` for `grpo.generation: compiled` (see the module doc)."""
 
     def __init__(self, compile: str = "auto", prompt_bucket: int = 256, compile_config=None, attention: str = "auto",
-                 fuse_linears: bool = True, waves: int = 1, fp8_weights: bool = False):
+                 fuse_linears: bool = True, waves: int = 1, fp8_weights: bool = False, fp8_cache: bool = False):
         if compile not in GENERATION_COMPILE:
             raise ConfigError([f"grpo.generation_compile={compile!r}: use {', '.join(GENERATION_COMPILE)}"],
                               "salon train")
         self.compile, self.prompt_bucket, self.compile_config = compile, prompt_bucket, compile_config
         self.attention, self.fuse_linears, self.waves, self.fp8_weights = attention, fuse_linears, waves, fp8_weights
+        self.fp8_cache = fp8_cache
         # called with (prompts, completion ids) of each wave but the last, as soon as it is generated
         self.on_wave = None
         # grpo.update_per_group (salon.train.update.update_per_group): the step's micro-batches of prompts, set as
@@ -203,7 +205,8 @@ class CompiledGeneration:
         if problems:
             raise ConfigError(problems, "salon train")
         self.policy, self.decoder = merged_decoder(trainer.model, self.compile, self.prompt_bucket, self.compile_config,
-                                                   self.attention, self.fuse_linears, self.fp8_weights)
+                                                   self.attention, self.fuse_linears, self.fp8_weights,
+                                                   self.fp8_cache)
         self.refreshed_at = trainer.state.global_step
 
     def __call__(self, prompts: list, trainer) -> dict:
@@ -300,15 +303,17 @@ def compiled_problems(trainer) -> list[str]:
 
 
 def merged_decoder(peft_model, compile: str, prompt_bucket: int, compile_config=None, attention: str = "auto",
-                   fuse_linears: bool = True, fp8_weights: bool = False) -> tuple[MergedPolicy, StaticDecoder]:
+                   fuse_linears: bool = True, fp8_weights: bool = False,
+                   fp8_cache: bool = False) -> tuple[MergedPolicy, StaticDecoder]:
     """The merged copy of `peft_model` on its device and the decoder that samples from it (compile "auto": on
     CUDA only)."""
     policy = MergedPolicy(peft_model, fuse_linears=fuse_linears, fp8_weights=fp8_weights)
     on = compile == "on" or (compile == "auto" and policy.device.type == "cuda")
     decoder = StaticDecoder(policy.model, compile=on, prompt_bucket=prompt_bucket, compile_config=compile_config,
-                            attention=attention)
-    log.info("compiled generation: merged copy of %.2f GiB on %s (compile %s, prompts padded to multiples of %d)",
-             policy.nbytes / GIB, policy.device, "on" if on else "off", prompt_bucket)
+                            attention=attention, fp8_cache=fp8_cache)
+    log.info("compiled generation: merged copy of %.2f GiB on %s (compile %s, prompts padded to multiples of %d, "
+             "weights %s, KV cache %s)", policy.nbytes / GIB, policy.device, "on" if on else "off", prompt_bucket,
+             "float8" if fp8_weights else "as trained", "float8" if fp8_cache else "as trained")
     return policy, decoder
 
 

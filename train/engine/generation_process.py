@@ -41,8 +41,8 @@ from salon.train.engine.shared_buffers import view
 
 def serve(conn, device: str, compiled: dict | None = None) -> None:
     """The generation process: answer requests until `stop` or the parent goes away. `compiled`: the
-    compiled engine's settings (merged_decoder's compile, prompt_bucket, attention, fuse_linears, fp8_weights), or None
-    for TRL's generate."""
+    compiled engine's settings (merged_decoder's compile, prompt_bucket, attention, fuse_linears, fp8_weights,
+    fp8_cache), or None for TRL's generate."""
     device = torch.device(device)
     if device.type == "cuda":
         torch.cuda.set_device(device)

@@ -67,8 +67,8 @@ class GenerationProcessError(RuntimeError):
 
 class ProcessSampler:
     """A sampler's refresh and generate, served by a process of its own on `device` (module doc): TRL's generate,
-    or with `compiled` (merged_decoder's compile, prompt_bucket, attention, fuse_linears, fp8_weights) the
-    compiled engine."""
+    or with `compiled` (merged_decoder's compile, prompt_bucket, attention, fuse_linears, fp8_weights, fp8_cache)
+    the compiled engine."""
 
     def __init__(self, device: str, compiled: dict | None = None):
         self.device, self.compiled = device, compiled

@@ -23,9 +23,9 @@ of their own: one costs a forward of the step's whole batch (on an H100 at 64 x 
 update took 14.8 s with one against 11.5 without: docs/training.md).
 
 A step whose completions were generated when TRL asked (staleness 0) is left as TRL made it: no weight, unless
-the sampler is not the policy even then (`every_step`: float8 weights, salon.train.engine.fp8_linears). Logged
-once a step as salon/overlap/NAME, over its completion tokens after the cap: importance_weight_mean, _min,
-_max, truncated_share (tokens whose weight was cut) and log_ratio_abs_mean.
+the sampler is not the policy even then (`every_step`: float8 weights or cache, salon.train.engine.fp8_linears
+and fp8_cache). Logged once a step as salon/overlap/NAME, over its completion tokens after the cap:
+importance_weight_mean, _min, _max, truncated_share (tokens whose weight was cut) and log_ratio_abs_mean.
 """
 
 from __future__ import annotations
@@ -81,7 +81,8 @@ def weighed(inputs: dict, current: torch.Tensor, cap: float) -> dict:
 def install(trainer, rollout, cap: float, every_step: bool = False) -> None:
     """Wrap TRL's `_generate_and_score_completions` (is the step stale), its `_compute_loss` and its log-prob
     forward `_get_per_token_logps_and_entropies` (a stale step's weights, in the loss). `every_step`: a fresh
-    step's tokens are weighed too (a sampler that is not the policy: grpo.generation_weights=fp8)."""
+    step's tokens are weighed too (a sampler that is not the policy: grpo.generation_weights or
+    generation_kv_cache fp8)."""
     score, loss, forward = (trainer._generate_and_score_completions, trainer._compute_loss,
                             trainer._get_per_token_logps_and_entropies)
     weigh_in_loss = [False]  # this step is stale: its micro-batches are weighed in their loss's forward
