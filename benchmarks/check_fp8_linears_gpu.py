@@ -1,7 +1,8 @@
 """The decode's float8 products (grpo.generation_weights: fp8, salon.train.engine.fp8_linears) on a GPU: each of
 Qwen3-1.7B's fused shapes against F.linear on the widened weight, then a decode step's 28 layers of products
-replayed as one CUDA graph, cuBLAS on the bf16 weights beside the float8 kernel, alone and with 8192-square
-products on another stream (the overlapped step's judge and update beside the decode).
+replayed as one CUDA graph on a stream of the highest priority, cuBLAS on the bf16 weights beside the float8
+kernel, alone and with 8192-square products on another stream (the overlapped step's judge and update beside the
+decode: probe_decode_linears.graph_ms).
 
     python benchmarks/check_fp8_linears_gpu.py            # prints the differences and the times, or the error
     python benchmarks/check_fp8_linears_gpu.py --rows 64
@@ -14,6 +15,7 @@ import argparse
 import torch
 import torch.nn.functional as F
 
+from probe_decode_linears import graph_ms  # benchmarks/: a replay's time, alone or beside large products
 from salon.train.engine.fp8_linears import Fp8Product, widened
 
 HIDDEN, INTER, LAYERS = 2048, 6144, 28
@@ -50,25 +52,6 @@ def step_graph(rows: int, fp8: bool) -> torch.cuda.CUDAGraph:
     return graph
 
 
-def timed(graph: torch.cuda.CUDAGraph, beside: bool, repeats: int = 20) -> float:
-    """ms a replay, with 8192-square products queued on another stream through it when `beside`."""
-    other = torch.cuda.Stream()
-    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-    graph.replay()
-    torch.cuda.synchronize()
-    if beside:
-        with torch.cuda.stream(other):
-            for _ in range(repeats * 4):
-                a @ a
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(repeats):
-        graph.replay()
-    stop.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(stop) / repeats
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=8, help="the decode's rows (default 8)")
@@ -79,7 +62,7 @@ def main() -> int:
     print(f"{torch.cuda.get_device_name()}, {args.rows} rows, a step's products ({weight_bytes * 2 / 1e9:.2f} GB "
           "in bf16):", flush=True)
     for beside in (False, True):
-        ms = {fp8: timed(step_graph(args.rows, fp8), beside) for fp8 in (False, True)}
+        ms = {fp8: graph_ms(step_graph(args.rows, fp8), beside=beside) for fp8 in (False, True)}
         print(f"  {'beside 8192-square products' if beside else 'alone'}: bf16 cuBLAS {ms[False]:.3f} ms "
               f"({weight_bytes * 2 / ms[False] / 1e9:.2f} TB/s), float8 kernel {ms[True]:.3f} ms "
               f"({weight_bytes / ms[True] / 1e9:.2f} TB/s of its bytes); float8 / bf16 {ms[True] / ms[False]:.2f}",
