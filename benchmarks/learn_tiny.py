@@ -5,6 +5,8 @@ and audit, and the overlapped step's learning beside the synchronous loop's.
     python benchmarks/learn_tiny.py --pairs 0:1 --no-hack            # one pair
     python benchmarks/learn_tiny.py --pairs 2:3 3:4 5:6 7:8 11:12 13:14 17:18 19:20 --no-hack \
         --staleness 0 1 2                                                          # learn_tiny_overlap_cpu.json
+    python benchmarks/learn_tiny.py --pairs 2:3 3:4 5:6 --no-hack \
+        --samplers compiled compiled_fp8                                           # learn_tiny_samplers_cpu.json
     python benchmarks/learn_tiny.py --report-only ...                # recompute the results from runs/ already there
                                                                      # (a run that finished is never trained again)
     python benchmarks/learn_tiny.py --suffix h200 --parallel 3 --set grpo.use_cpu=false   # a GPU node
@@ -30,6 +32,9 @@ the first fifth of the steps against the last fifth. Writes
                                    would with no difference at all; rise_difference: each pair run both ways, its
                                    rises at N less those at 0, and rise_difference_mean: their mean and its 95 %
                                    interval's half-width}, and staleness 1's rise_within and rise_difference at the top}
+    learn_tiny_samplers_<suffix>.json  with --samplers: {device, seeds, steps, baseline (the first sampler named),
+                                   baseline_rise_range, samplers: {NAME: as a staleness level's above, each after
+                                   the first set against it}}
     learn_tiny_hack_<suffix>.json  {device, steps, proxy_first, proxy_last, oracle_first, oracle_last,
                                     alarms, best_by_proxy, best_by_oracle}   (from salon eval and audit)
     learn_tiny_<suffix>_curves.png, learn_tiny_<suffix>_grid.png, learn_tiny_hack_<suffix>_curves.png,
@@ -174,40 +179,51 @@ def start_policy(start: int) -> Path:
     return folder
 
 
-def run_name(pair: tuple[int, int], staleness: int | None) -> str:
+# --samplers: what each sampler sets. learn_tiny.yaml trains every weight, so `auto` generates with TRL's
+# transformers generate; the compiled engine (a copy of the policy) is asked for by name, as are float8 weights
+# and KV cache (salon.train.engine.fp8_linears, fp8_cache: the sampler off the policy, every step weighed)
+SAMPLERS = {"compiled": ["grpo.generation=compiled"],
+            "compiled_fp8": ["grpo.generation=compiled", "grpo.generation_weights=fp8", "grpo.generation_kv_cache=fp8"]}
+
+
+def run_name(pair: tuple[int, int], staleness: int | None, sampler: str | None = None) -> str:
     """learn-tiny-pS-T; -staleN for the overlapped step at staleness N (learn_tiny.yaml's auto staleness is 0: its
-    policy has no LoRA, so it generates with TRL's transformers generate, overlapped only when asked)."""
-    return f"learn-tiny-p{pair[0]}-{pair[1]}" + (f"-stale{staleness}" if staleness else "")
+    policy has no LoRA, so it generates with TRL's transformers generate, overlapped only when asked); -SAMPLER for
+    a sampler of SAMPLERS."""
+    return (f"learn-tiny-p{pair[0]}-{pair[1]}" + (f"-stale{staleness}" if staleness else "")
+            + (f"-{sampler}" if sampler else ""))
 
 
 def train_pairs(pairs: list[tuple[int, int]], staleness: int | None, report_only: bool, overrides: list[str],
-                parallel: int) -> tuple[dict, dict]:
+                parallel: int, sampler: str | None = None) -> tuple[dict, dict]:
     """Each pair's per-step figures and its fifths (with minutes and steps), by "sS-tT"."""
     from concurrent.futures import ThreadPoolExecutor
 
     def train(pair: tuple[int, int]) -> None:
-        run_dir = ROOT / "runs" / run_name(pair, staleness)
+        run_dir = ROOT / "runs" / run_name(pair, staleness, sampler)
         sets = [f"seed={pair[1]}", f"policy.model={start_policy(pair[0])}", *overrides,
-                *([] if staleness is None else [f"grpo.max_staleness={staleness}"])]
+                *([] if staleness is None else [f"grpo.max_staleness={staleness}"]), *SAMPLERS.get(sampler, [])]
         minutes = run([SALON, "train", "train/configs/learn_tiny.yaml", "--output-dir", str(run_dir), "--overwrite",
                        *(a for kv in sets for a in ("--set", kv))], run_dir.parent / f"{run_dir.name}.log")
         (run_dir / "minutes.txt").write_text(f"{minutes:.2f}\n")
 
     # a run that finished (its minutes written) is read, not trained again: a long benchmark can be resumed
-    todo = [] if report_only else [p for p in pairs if not (ROOT / "runs" / run_name(p, staleness) / "minutes.txt").is_file()]
+    todo = [] if report_only else [p for p in pairs
+                                   if not (ROOT / "runs" / run_name(p, staleness, sampler) / "minutes.txt").is_file()]
     for pair in todo:
         start_policy(pair[0])  # one at a time: each takes the cores
     with ThreadPoolExecutor(max(1, parallel)) as pool:  # side by side, each one's minutes are its own wall clock
         list(pool.map(train, todo))
     steps, figures = {}, {}
     for pair in pairs:
-        run_dir = ROOT / "runs" / run_name(pair, staleness)
+        run_dir = ROOT / "runs" / run_name(pair, staleness, sampler)
         key = f"s{pair[0]}-t{pair[1]}"
         steps[key] = per_step(run_dir)
         figures[key] = {**fifths(steps[key]), "minutes": float((run_dir / "minutes.txt").read_text()),
                         "steps": len(steps[key]), "falls": falls(run_dir)}
-        print(f"{key}{'' if staleness is None else f' staleness {staleness}'}: "
-              + json.dumps({k: v if k == "falls" else round(v, 4) for k, v in figures[key].items()}), flush=True)
+        label = ('' if staleness is None else f' staleness {staleness}') + ('' if sampler is None else f' {sampler}')
+        print(f"{key}{label}: " + json.dumps({k: v if k == "falls" else round(v, 4) for k, v in figures[key].items()}),
+              flush=True)
     return steps, figures
 
 
@@ -296,6 +312,27 @@ def overlap(pairs: list[tuple[int, int]], levels: list[int], out: Path, suffix: 
     return result
 
 
+def samplers(pairs: list[tuple[int, int]], names: list[str], out: Path, suffix: str, report_only: bool,
+             overrides: list[str], parallel: int) -> dict:
+    """learn_tiny with each sampler of SAMPLERS in `names`, every pair; the first is the baseline the others'
+    rises are set against, as the overlapped levels' are against the synchronous ones."""
+    by_sampler = {}
+    for name in names:
+        _, figures = train_pairs(pairs, None, report_only, overrides, parallel, name)
+        rises = {k: {"mean": f["reward_mean_last"] - f["reward_mean_first"],
+                     "best": f["reward_best_last"] - f["reward_best_first"]} for k, f in figures.items()}
+        by_sampler[name] = {**means(figures), "pairs": figures, "rises": rises,
+                            "runs_that_fell": sorted(k for k, f in figures.items() if f["falls"])}
+    baseline = by_sampler[names[0]]["rises"]
+    for name in names[1:]:
+        by_sampler[name].update(against_synchronous(baseline, by_sampler[name]["rises"]))
+    result = {"device": device_label(overrides), "seeds": [list(p) for p in pairs],
+              "steps": by_sampler[names[0]]["pairs"][f"s{pairs[0][0]}-t{pairs[0][1]}"]["steps"],
+              "baseline": names[0], "baseline_rise_range": rise_range(baseline), "samplers": by_sampler}
+    (out / f"learn_tiny_samplers_{suffix}.json").write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
 def hack(out: Path, suffix: str, report_only: bool, overrides: list[str]) -> dict:
     run_dir = ROOT / "runs" / "learn-tiny-hack"
     if not report_only:
@@ -367,6 +404,9 @@ def main() -> int:
                    help="compare grpo.max_staleness levels (e.g. 0 1): learn_tiny_overlap_SUFFIX.json, not learn_tiny_")
     p.add_argument("--synchronous-pairs", nargs="+", metavar="START:TRAIN",
                    help="with --staleness: the pairs whose synchronous runs set the range (default: --pairs)")
+    p.add_argument("--samplers", nargs="+", choices=list(SAMPLERS), metavar="NAME",
+                   help=f"compare samplers ({', '.join(SAMPLERS)}; the first is the baseline): "
+                        "learn_tiny_samplers_SUFFIX.json, not learn_tiny_")
     p.add_argument("--no-learn", action="store_true", help="only the hack run")
     p.add_argument("--no-hack", action="store_true", help="only the learning runs")
     p.add_argument("--report-only", action="store_true", help="read runs/ already made; run nothing")
@@ -383,6 +423,9 @@ def main() -> int:
         synchronous = parse_pairs(args.synchronous_pairs, "--synchronous-pairs") if args.synchronous_pairs else None
         print(json.dumps(overlap(pairs, args.staleness, out, args.suffix, args.report_only, args.overrides,
                                  args.parallel, synchronous), indent=2))
+    elif args.samplers:
+        print(json.dumps(samplers(pairs, args.samplers, out, args.suffix, args.report_only, args.overrides,
+                                  args.parallel), indent=2))
     elif not args.no_learn:
         print(json.dumps(learn(pairs, out, args.suffix, args.report_only, args.overrides, args.parallel), indent=2))
     if not args.no_hack:

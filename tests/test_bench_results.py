@@ -155,6 +155,24 @@ def test_an_overlapped_level_is_judged_by_its_mean_rise_and_its_paired_differenc
     assert below["rise_within"] == {"mean": False, "best": False}  # under the range, and over it
 
 
+def test_each_sampler_compared_runs_in_its_own_folder_with_settings_the_config_takes():
+    """learn_tiny.py --samplers: learn_tiny.yaml (trained whole) through the compiled engine, with and without
+    float8 weights and cache, each pair's runs kept apart from the synchronous and overlapped ones."""
+    from pathlib import Path
+
+    import learn_tiny
+    from salon.train.config import load_config
+
+    names = {learn_tiny.run_name((2, 3), None, sampler) for sampler in (None, *learn_tiny.SAMPLERS)}
+    names |= {learn_tiny.run_name((2, 3), 1)}
+    assert len(names) == 2 + len(learn_tiny.SAMPLERS) and "learn-tiny-p2-3-compiled_fp8" in names
+    config = Path(__file__).resolve().parent.parent / "train" / "configs" / "learn_tiny.yaml"
+    for sampler, sets in learn_tiny.SAMPLERS.items():
+        cfg = load_config(config, sets)
+        assert cfg.grpo.generation == "compiled" and not cfg.lora.enabled
+        assert cfg.grpo.sampler_rounds == (sampler == "compiled_fp8")
+
+
 def test_a_runs_falls_are_the_first_steps_its_collapse_alarms_rang_in_its_last_checkpoint(tmp_path):
     import learn_tiny
 

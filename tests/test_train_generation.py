@@ -54,6 +54,32 @@ def padded(trainer, prompts):
             "attention_mask": torch.tensor([[0] * (longest - len(r)) + [1] * len(r) for r in rows])}
 
 
+def test_a_policy_trained_whole_is_copied_and_the_copy_follows_each_step(tmp_path):
+    """No LoRA (learn_tiny.yaml trains every weight): the engine's copy is the policy's weights, copied again in
+    place after an optimiser step, its tensors' addresses kept (a captured graph reads them)."""
+    from salon.models.tiny import build_lm
+    from train_support import completion_chars, tiny_grpo_trainer
+
+    folder = build_lm(tmp_path / "tiny", "qwen3")
+    engine = CompiledGeneration(compile="off", prompt_bucket=16)
+    trainer = tiny_grpo_trainer(folder, tmp_path / "out", PROMPTS, engine, completion_chars, MAX_NEW, lora=False)
+    engine.attach(trainer)
+    assert engine.policy.model is not trainer.model and engine.policy.adapter is None
+    addresses = [p.data_ptr() for p in engine.policy.model.parameters()]
+    inputs = padded(trainer, PROMPTS)
+    keep = inputs["attention_mask"].bool()
+    before = logprobs(trainer.model, inputs["input_ids"], inputs["attention_mask"])
+    copy = logprobs(engine.policy.model, inputs["input_ids"], inputs["attention_mask"])
+    assert (copy - before)[keep].abs().max().item() < LOGPROB_TOL
+    trainer.train()
+    after = logprobs(trainer.model, inputs["input_ids"], inputs["attention_mask"])
+    assert (after - before)[keep].abs().max() > 100 * LOGPROB_TOL  # the step moved the weights themselves
+    engine(PROMPTS, trainer)
+    assert engine.refreshes == 1 and [p.data_ptr() for p in engine.policy.model.parameters()] == addresses
+    copy = logprobs(engine.policy.model, inputs["input_ids"], inputs["attention_mask"])
+    assert (copy - after)[keep].abs().max().item() < LOGPROB_TOL
+
+
 def test_the_copy_equals_the_policy_after_an_optimiser_step(trained):
     trainer, engine = trained
     assert trainer.state.global_step == 1

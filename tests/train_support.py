@@ -143,10 +143,11 @@ def write_synthetic_eval(run_dir, proxy: list[float], oracle: list[float], cover
     return store
 
 
-def tiny_grpo_trainer(folder, out, prompts, engine, reward, max_new: int, **config):
-    """A real GRPOTrainer on the tiny policy at `folder` with a rank-4 LoRA, float32 on the CPU, one
-    optimiser step of 8 completions (per_device_train_batch_size 4 x gradient_accumulation_steps 2,
-    2 a prompt), generating through `engine` as its rollout_func; `config`: more GRPOConfig fields."""
+def tiny_grpo_trainer(folder, out, prompts, engine, reward, max_new: int, lora: bool = True, **config):
+    """A real GRPOTrainer on the tiny policy at `folder` with a rank-4 LoRA (or trained whole: `lora` false),
+    float32 on the CPU, one optimiser step of 8 completions (per_device_train_batch_size 4 x
+    gradient_accumulation_steps 2, 2 a prompt), generating through `engine` as its rollout_func; `config`: more
+    GRPOConfig fields."""
     from datasets import Dataset
     from peft import LoraConfig
     from transformers import AutoTokenizer
@@ -160,7 +161,8 @@ def tiny_grpo_trainer(folder, out, prompts, engine, reward, max_new: int, **conf
     return GRPOTrainer(model=str(folder), reward_funcs=[reward], args=args,
                        train_dataset=Dataset.from_list([{"prompt": p} for p in prompts] * 4),
                        processing_class=AutoTokenizer.from_pretrained(folder), rollout_func=engine,
-                       peft_config=LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM"))
+                       peft_config=LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM")
+                       if lora else None)
 
 
 def completion_chars(completions, **kwargs):

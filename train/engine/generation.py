@@ -13,7 +13,8 @@ kernels, and builds its `GenerationConfig(disable_compile=True)`: about 2 % of a
 bound (shared/reference/generation-speed.md). This engine owns that path instead:
 
 1. `MergedPolicy`: a separate plain transformers model holding base + scale * B @ A for every LoRA
-   linear (computed in fp32, stored in the base weights' dtype). `refresh()` writes it in place
+   linear (computed in fp32, stored in the base weights' dtype), or, for a policy trained whole (no
+   LoRA), a copy of its weights. `refresh()` writes it in place
    with `copy_`; the engine refreshes whenever the trainer's global step moved since the last
    refresh, i.e. after each optimiser step that a generation follows (TRL's vLLM path syncs the
    same way). The trained weights are only read: merging and unmerging into them would add bf16
@@ -109,15 +110,17 @@ log = logging.getLogger(__name__)
 
 
 class MergedPolicy:
-    """A plain transformers model equal to `peft_model` with its LoRA folded in; `refresh()` re-folds it
-    in place. The peft model's weights are read, never written."""
+    """A plain transformers model equal to `policy` (a peft model with its LoRA folded in, or a model trained
+    whole, copied); `refresh()` re-folds or copies it in place. The policy's weights are read, never written."""
 
-    def __init__(self, peft_model, fuse_linears: bool = False, fp8_weights: bool = False):
+    def __init__(self, policy, fuse_linears: bool = False, fp8_weights: bool = False):
+        from peft import PeftModel
         from peft.tuners.lora import Linear as LoraLinear
         from peft.tuners.lora import LoraLayer
 
-        self.adapter = peft_model.active_adapter
-        base = peft_model.get_base_model()
+        lora = isinstance(policy, PeftModel)
+        self.adapter = policy.active_adapter if lora else None
+        base = policy.get_base_model() if lora else policy
         weights = [p for n, p in base.named_parameters() if ".lora_" not in n]
         self.dtype, self.device = weights[0].dtype, weights[0].device
         self.nbytes = sum(p.numel() * p.element_size() for p in weights)
@@ -288,12 +291,7 @@ class CompiledGeneration:
 
 def compiled_problems(trainer) -> list[str]:
     """Why the compiled engine cannot sample for `trainer`'s policy (nothing: an empty list)."""
-    from peft import PeftModel
-
     problems = []
-    if not isinstance(trainer.accelerator.unwrap_model(trainer.model), PeftModel):
-        problems.append("grpo.generation=compiled samples from a merged copy of a LoRA policy: enable lora, or "
-                        "use grpo.generation=transformers")
     if trainer.is_deepspeed_enabled or trainer.is_fsdp_enabled:
         problems.append("grpo.generation=compiled needs the whole policy in each process (no DeepSpeed / FSDP "
                         "sharding): use grpo.generation=transformers or vllm_*")
@@ -302,19 +300,19 @@ def compiled_problems(trainer) -> list[str]:
     return problems
 
 
-def merged_decoder(peft_model, compile: str, prompt_bucket: int, compile_config=None, attention: str = "auto",
+def merged_decoder(policy, compile: str, prompt_bucket: int, compile_config=None, attention: str = "auto",
                    fuse_linears: bool = True, fp8_weights: bool = False,
                    fp8_cache: bool = False) -> tuple[MergedPolicy, StaticDecoder]:
-    """The merged copy of `peft_model` on its device and the decoder that samples from it (compile "auto": on
-    CUDA only)."""
-    policy = MergedPolicy(peft_model, fuse_linears=fuse_linears, fp8_weights=fp8_weights)
-    on = compile == "on" or (compile == "auto" and policy.device.type == "cuda")
-    decoder = StaticDecoder(policy.model, compile=on, prompt_bucket=prompt_bucket, compile_config=compile_config,
+    """The merged copy of `policy` (a peft model, or one trained whole) on its device and the decoder that samples
+    from it (compile "auto": on CUDA only)."""
+    merged = MergedPolicy(policy, fuse_linears=fuse_linears, fp8_weights=fp8_weights)
+    on = compile == "on" or (compile == "auto" and merged.device.type == "cuda")
+    decoder = StaticDecoder(merged.model, compile=on, prompt_bucket=prompt_bucket, compile_config=compile_config,
                             attention=attention, fp8_cache=fp8_cache)
     log.info("compiled generation: merged copy of %.2f GiB on %s (compile %s, prompts padded to multiples of %d, "
-             "weights %s, KV cache %s)", policy.nbytes / GIB, policy.device, "on" if on else "off", prompt_bucket,
+             "weights %s, KV cache %s)", merged.nbytes / GIB, merged.device, "on" if on else "off", prompt_bucket,
              "float8" if fp8_weights else "as trained", "float8" if fp8_cache else "as trained")
-    return policy, decoder
+    return merged, decoder
 
 
 def sample_merged(policy: MergedPolicy, decoder: StaticDecoder, prompt_ids: list[list[int]], generation_config,
