@@ -182,20 +182,22 @@ class GRPOSettings:
                      "leave generation_waves 1")
         return p
 
+    def float8_asked(self) -> list[str]:
+        """The float8 sampling settings given, as `grpo.NAME=fp8` (what the refusals name)."""
+        return [f"grpo.{f}=fp8" for f in ("generation_weights", "generation_kv_cache") if getattr(self, f) == "fp8"]
+
     @property
     def sampler_rounds(self) -> bool:
         """The compiled engine samples from float8 weights or a float8 cache: a sampler that is not the policy, so
         every step's tokens are weighed (salon.train.update.stale_correction)."""
-        return "fp8" in (self.generation_weights, self.generation_kv_cache)
+        return bool(self.float8_asked())
 
     def _fp8_problems(self) -> list[str]:
         """grpo.generation_weights / generation_kv_cache fp8: the compiled engine's, and every step corrected as a
         stale one is."""
         if not self.sampler_rounds:
             return []
-        asked = " and ".join(f"grpo.{f}=fp8" for f in ("generation_weights", "generation_kv_cache")
-                             if getattr(self, f) == "fp8")
-        p = []
+        p, asked = [], " and ".join(self.float8_asked())
         if self.generation not in ("auto", "compiled"):
             p.append(f"{asked} is the compiled engine's: set grpo.generation=compiled (not {self.generation})")
         if self.update_per_group:

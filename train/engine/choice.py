@@ -27,7 +27,7 @@ def resolve_generation(cfg: TrainConfig) -> None:
         # for by name (train/configs/lora_2gpu_64.yaml) while its GPU run is not measured
         compiled = cuda and cfg.lora.enabled and cfg.grpo.generation_device is None
         cfg.grpo.generation = "compiled" if compiled else "transformers"
-        fp8 = [f"grpo.{f}=fp8" for f in ("generation_weights", "generation_kv_cache") if getattr(cfg.grpo, f) == "fp8"]
+        fp8 = cfg.grpo.float8_asked()
         if fp8 and not compiled:
             from salon.pool.errors import ConfigError
 

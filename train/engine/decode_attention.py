@@ -153,11 +153,11 @@ def filled_decode_attention(query, key, value, span: DecodeSpan, scale: float) -
     """query (batch, heads, 1, dim), key/value (batch, kv heads, cache, dim), or both fp8_cache.Fp8Rows ->
     (batch, 1, heads, dim)."""
     if query.is_cuda and triton is not None:
-        scales = (key.scales, value.scales) if isinstance(key, Fp8Rows) else (None, None)
+        key_scales = value_scales = None
         if isinstance(key, Fp8Rows):
-            key, value = key.rows, value.rows
+            (key, key_scales), (value, value_scales) = key, value
         return torch.ops.salon.filled_decode_attention(query, key, value, span.mask, span.bounds, span.slots,
-                                                      span.kv_row, scale, *scales)
+                                                      span.kv_row, scale, key_scales, value_scales)
     return reference_attention(query, key, value, span, scale)
 
 
