@@ -173,6 +173,31 @@ def test_each_sampler_compared_runs_in_its_own_folder_with_settings_the_config_t
         assert cfg.grpo.sampler_rounds == (sampler == "compiled_fp8")
 
 
+def test_the_committed_sampler_comparison_follows_from_its_runs():
+    """learn_tiny_samplers_cpu.json: each rise is its run's last fifth less its first, and each sampler's
+    verdict is what learn_tiny's comparison makes of those rises (a hand edit of one figure fails here)."""
+    import learn_tiny
+
+    data = json.loads((RESULTS / "learn_tiny_samplers_cpu.json").read_text())
+    baseline = data["samplers"][data["baseline"]]["rises"]
+    assert data["baseline_rise_range"] == {k: list(v) for k, v in learn_tiny.rise_range(baseline).items()}
+    for name, sampler in data["samplers"].items():
+        assert set(sampler["pairs"]) == {f"s{s}-t{t}" for s, t in data["seeds"]}
+        for pair, run in sampler["pairs"].items():
+            assert run["steps"] == data["steps"]
+            for kind in ("mean", "best"):
+                rise = run[f"reward_{kind}_last"] - run[f"reward_{kind}_first"]
+                assert sampler["rises"][pair][kind] == pytest.approx(rise, abs=1e-9)
+        if name != data["baseline"]:
+            verdict = learn_tiny.against_synchronous(baseline, sampler["rises"])
+            assert verdict["rise_within"] == sampler["rise_within"]
+            for kind in ("mean", "best"):
+                assert sampler["rise"][kind] == pytest.approx(verdict["rise"][kind], abs=1e-9)
+                got, want = sampler["rise_difference_mean"][kind], verdict["rise_difference_mean"][kind]
+                assert got["mean"] == pytest.approx(want["mean"], abs=1e-9)
+                assert got["ci95"] == pytest.approx(want["ci95"], abs=1e-9)
+
+
 def test_a_runs_falls_are_the_first_steps_its_collapse_alarms_rang_in_its_last_checkpoint(tmp_path):
     import learn_tiny
 
