@@ -2,7 +2,7 @@
 rounding's bound, the cache layer's writes and what it gives a prefill and a decode step, the decode reading it
 (filled and whole attention alike, near the cache as trained but not it), the attention kernel over float8 rows
 under Triton's interpreter, and a decode step captured by Dynamo in one graph. The kernel's sm_90 compile is in
-test_train_generation.py, the config's refusals in test_train_fp8_linears.py, the trainer's correction at every
+test_train_decode_attention.py, the config's refusals in test_train_fp8_linears.py, the trainer's correction at every
 step in test_train_overlap.py."""
 
 from __future__ import annotations

@@ -165,6 +165,39 @@ def tiny_grpo_trainer(folder, out, prompts, engine, reward, max_new: int, lora: 
                        if lora else None)
 
 
+ENGINE_NEW = 12  # new tokens a completion, in the compiled engine's tests
+ENGINE_PROMPTS = [[{"role": "user", "content": text}] for text in (
+    "A watercolour of a peach hibiscus.", "koi", "Compare composition, colour and finish of the two paintings.",
+    "The quick brown fox")]
+
+
+def engine_trainer(tmp_path_factory):
+    """A GRPOTrainer on a tiny Qwen3 with a LoRA that ran one step generating through the compiled engine (8
+    completions per generation: per_device_train_batch_size 4 x gradient_accumulation_steps 2), and that engine."""
+    from salon.models.tiny import build_lm
+    from salon.train.engine.generation import CompiledGeneration
+
+    folder = build_lm(tmp_path_factory.mktemp("policy") / "tiny", "qwen3")
+    engine = CompiledGeneration(compile="off", prompt_bucket=16)
+    trainer = tiny_grpo_trainer(folder, tmp_path_factory.mktemp("out"), ENGINE_PROMPTS, engine, completion_chars,
+                                ENGINE_NEW)
+    engine.attach(trainer)
+    trainer.train()
+    return trainer, engine
+
+
+def left_padded(trainer, prompts):
+    """The prompts' ids left-padded to the longest, as TRL's transformers path pads them."""
+    import torch
+
+    from salon.train.engine.generation import tokenize
+
+    rows = tokenize(prompts, trainer)
+    longest, pad = max(map(len, rows)), trainer.processing_class.pad_token_id
+    return {"input_ids": torch.tensor([[pad] * (longest - len(r)) + r for r in rows]),
+            "attention_mask": torch.tensor([[0] * (longest - len(r)) + [1] * len(r) for r in rows])}
+
+
 def completion_chars(completions, **kwargs):
     """A reward function: each completion's length in characters."""
     return [float(len(c[0]["content"])) for c in completions]
