@@ -188,14 +188,19 @@ def engine_trainer(tmp_path_factory):
 
 def left_padded(trainer, prompts):
     """The prompts' ids left-padded to the longest, as TRL's transformers path pads them."""
-    import torch
-
     from salon.train.engine.generation import tokenize
 
-    rows = tokenize(prompts, trainer)
-    longest, pad = max(map(len, rows)), trainer.processing_class.pad_token_id
-    return {"input_ids": torch.tensor([[pad] * (longest - len(r)) + r for r in rows]),
-            "attention_mask": torch.tensor([[0] * (longest - len(r)) + [1] * len(r) for r in rows])}
+    return left_padded_ids(tokenize(prompts, trainer), trainer.processing_class.pad_token_id)
+
+
+def left_padded_ids(prompt_ids: list[list[int]], pad_id: int) -> dict:
+    """Token ids left-padded to the longest by TRL's own pad, with their attention mask."""
+    import torch
+    from trl.trainer.utils import pad
+
+    rows = [torch.tensor(r) for r in prompt_ids]
+    return {"input_ids": pad(rows, padding_value=pad_id, padding_side="left"),
+            "attention_mask": pad([torch.ones_like(r) for r in rows], padding_value=0, padding_side="left")}
 
 
 def completion_chars(completions, **kwargs):
@@ -207,16 +212,14 @@ def trl_logprobs(trainer, prompt_ids: list[list[int]], completions: list[list[in
     """Each completion token's log-prob under the trainer's model by TRL's log-prob pass (what its loss computes
     as the "old" log-probs), prompts left-padded as TRL pads them."""
     import torch
-    from trl.trainer.utils import pad
 
     from salon.train.engine.transformers_sampler import sampler_logprobs
 
     pad_id = trainer._tokenizer.pad_token_id
-    rows = [torch.tensor(r) for r in prompt_ids]
-    ids = pad(rows, padding_value=pad_id, padding_side="left")
-    mask = pad([torch.ones_like(r) for r in rows], padding_value=0, padding_side="left")
+    padded = left_padded_ids(prompt_ids, pad_id)
     with torch.no_grad():
-        return sampler_logprobs(trainer, trainer.model, ids, mask, completions, pad_id)
+        return sampler_logprobs(trainer, trainer.model, padded["input_ids"], padded["attention_mask"], completions,
+                                pad_id)
 
 
 def largest_gap(a: list[list[float]], b: list[list[float]]) -> float:
